@@ -1,0 +1,3 @@
+from ctxd._entry import main
+
+main()

@@ -1,0 +1,194 @@
+"""``ctxd export SHELL``: move the shell from its environment to the target.
+
+1. read the state left in the environment by the last activation;
+2. find the project root above $PWD and plan its environment;
+3. restore the snapshot, apply the plan, and diff against what the shell has;
+4. print that diff as shell code (with the new state), or nothing at all.
+"""
+
+import os
+import time
+
+from ctxd import paths
+from ctxd.activation import detectors, envdiff
+from ctxd.activation.state import STATE_VAR, WATCH_VAR, State, decode, encode
+from ctxd.errors import StateError
+
+MANAGED = ("CTXD_ROOT", "CTXD_TYPES", "CTXD_CONTEXT_DIR")
+
+
+def logical_pwd(environ):
+    """$PWD as the shell has it (symlinks kept), when it is really the cwd."""
+    pwd = environ.get("PWD", "")
+    try:
+        if pwd.startswith("/") and os.path.samefile(pwd, "."):
+            return os.path.normpath(pwd) if pwd != "/" else "/"
+    except OSError:
+        pass
+    return os.getcwd()
+
+
+class Transition:
+    """Everything one export decides; `ctxd show` renders the same object."""
+
+    __slots__ = ("old", "plan", "base", "target", "state", "watch", "warnings")
+
+    def __init__(self):
+        self.old = None
+        self.plan = None
+        self.base = None
+        self.target = None
+        self.state = None
+        self.watch = None
+        self.warnings = []
+
+
+def plan_for(root, environ):
+    plan = detectors.detect(root, environ)
+    plan.set("CTXD_ROOT", root, "ctxd: project root")
+    plan.set("CTXD_TYPES", ",".join(t for t, _ in plan.types), "ctxd: detected types")
+    plan.set("CTXD_CONTEXT_DIR", paths.context_dir(root, environ), "ctxd: conversation context")
+    return plan
+
+
+def transition(environ, pwd=None, *, old_state="read"):
+    """Compute the move from *environ* to the environment for *pwd*."""
+    t = Transition()
+    if old_state == "read":
+        token = environ.get(STATE_VAR)
+        if token:
+            t.old = decode(token)  # StateError propagates: the caller decides
+    else:
+        t.old = old_state
+    pwd = pwd or logical_pwd(environ)
+    root = detectors.find_root(pwd)
+    t.plan = plan_for(root, environ) if root else None
+    kept = ()
+    if t.plan and t.old and t.old.root == root:
+        kept = set(t.old.path_added) & {e for e, _ in t.plan.prepend}
+    t.base = envdiff.restore(environ, t.old, keep_path=kept)
+    if t.plan:
+        t.target, t.state = envdiff.apply(t.base, t.plan, kept=kept)
+        t.watch = watch_value(t.plan, environ)
+    else:
+        t.target, t.state = dict(t.base), None
+    return t
+
+
+def watch_value(plan, environ):
+    """The CTXD_WATCH text for *plan*; creates the stamp file it names."""
+    lines, newest = [], None
+    for path in dict.fromkeys(plan.watch):
+        if "\n" in path:
+            continue
+        try:
+            st = os.stat(path)
+        except OSError:
+            lines.append("-" + path)
+            continue
+        lines.append("+" + path)
+        newest = st.st_mtime_ns if newest is None else max(newest, st.st_mtime_ns)
+    stamp = ""
+    if newest is not None:
+        stamp = _stamp(plan.root, newest, environ)
+    return "\n".join([stamp] + lines)
+
+
+def _stamp(root, mtime_ns, environ):
+    """A file whose mtime is *mtime_ns*: the hooks test `watched -nt stamp`."""
+    d = paths.stamp_dir(environ)
+    name = paths._sha1_hex(f"{root}\0{mtime_ns}")[:20]
+    path = os.path.join(d, name)
+    try:
+        if os.stat(path).st_mtime_ns == mtime_ns:
+            return path
+    except OSError:
+        pass
+    try:
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        with open(path, "wb"):
+            pass
+        os.utime(path, ns=(mtime_ns, mtime_ns))
+        _prune_stamps(d)
+    except OSError:
+        return ""  # no stamp: edits go unnoticed until the next cd, never an error
+    return path
+
+
+def _prune_stamps(d, max_age=7 * 86400):
+    # A stamp is written only when a watched file changed; old ones are dropped
+    # now and then (by ctime, which utime sets to the moment of writing).
+    if int(time.time()) % 16:
+        return
+    now = time.time()
+    for entry in os.scandir(d):
+        try:
+            if now - entry.stat().st_ctime > max_age:
+                os.unlink(entry.path)
+        except OSError:
+            pass
+
+
+def render(shell, environ, t):
+    """Shell code for transition *t*, or "" when the shell is already there."""
+    new_token = encode(t.state) if t.state else None
+    new_watch = t.watch if t.state else None
+    names = set(MANAGED)
+    if t.old:
+        names.update(t.old.snap)
+    if t.state:
+        names.update(t.state.snap)
+    names.discard(envdiff.PATH)
+    out = []
+    for name, value in envdiff.changed_names(environ, t.target, sorted(names)):
+        out.append(shell.unset_var(name) if value is None else shell.set_var(name, value))
+    if environ.get(envdiff.PATH) != t.target.get(envdiff.PATH):
+        if envdiff.PATH in t.target:
+            out.append(shell.set_path(envdiff.split_path(t.target[envdiff.PATH])))
+        else:
+            out.append(shell.unset_var(envdiff.PATH))
+    changed = bool(out)
+    for var, value in ((STATE_VAR, new_token), (WATCH_VAR, new_watch)):
+        if environ.get(var) != value:
+            changed = True
+            out.append(shell.unset_var(var) if value is None else shell.set_var(var, value))
+    if not changed:
+        return ""
+    out.append(restore_function(shell, t) if t.state else shell.drop_restore())
+    for w in t.warnings:
+        out.append(shell.warn(w))
+    return shell.join(out)
+
+
+def restore_function(shell, t):
+    """A shell function that undoes this activation without ctxd.
+
+    The hooks call it when ctxd cannot run (uninstalled, crashed, state
+    corrupt), so the shell still returns to the clean environment. Each
+    variable is put back only while it still holds the value ctxd gave it.
+    """
+    stmts = []
+    for name in sorted(t.state.snap):
+        before = t.base.get(name)
+        undo = shell.unset_var(name) if before is None else shell.set_var(name, before)
+        stmts.append(shell.if_value(name, t.target.get(name), undo))
+    if t.state.path_added:
+        before = t.base.get(envdiff.PATH)
+        undo = (shell.unset_var(envdiff.PATH) if before is None
+                else shell.set_path(envdiff.split_path(before)))
+        stmts.append(shell.if_value(envdiff.PATH, t.target.get(envdiff.PATH), undo))
+    stmts.append(shell.unset_var(STATE_VAR))
+    stmts.append(shell.unset_var(WATCH_VAR))
+    return shell.define_restore(stmts)
+
+
+def export(shell, environ, pwd=None):
+    """(code, exit status) for `ctxd export`. Domain errors become warnings."""
+    try:
+        t = transition(environ, pwd)
+    except StateError as e:
+        # The snapshot cannot be read: the hook undoes the last activation with
+        # the restore function it holds, drops the state, and asks again.
+        code = shell.join([shell.warn(f"ctxd: {e.message}; unloading the project environment")])
+        return code, e.exit_code
+    return render(shell, environ, t), 0

@@ -1,0 +1,73 @@
+"""The state ctxd keeps in the shell's own environment.
+
+``CTXD_STATE`` holds what the last activation changed: for every variable the
+value it had before (the snapshot) and the value ctxd gave it, plus the PATH
+entries ctxd added. It is JSON -> zlib -> urlsafe base64 (like direnv's
+DIRENV_DIFF): one opaque token, per shell, inherited by subshells, no daemon.
+
+``CTXD_WATCH`` is plain text the hooks read without starting a process: a
+stamp file whose mtime is the newest watched mtime, a recheck flag, then one
+watched path a line prefixed with ``+`` (existed) or ``-`` (did not).
+"""
+
+import base64
+import json
+import zlib
+
+from ctxd.errors import StateError
+
+VERSION = 1
+STATE_VAR = "CTXD_STATE"
+WATCH_VAR = "CTXD_WATCH"
+
+
+class State:
+    __slots__ = ("root", "snap", "ours", "path_added", "path_was_unset")
+
+    def __init__(self, root=None, snap=None, ours=None, path_added=None, path_was_unset=False):
+        self.root = root
+        self.snap = snap or {}  # name -> value before ctxd touched it (None: was unset)
+        self.ours = ours or {}  # name -> value ctxd set (None: ctxd unset it)
+        self.path_added = path_added or []  # PATH entries ctxd put in front
+        self.path_was_unset = path_was_unset
+
+    def to_json(self):
+        return {
+            "v": VERSION,
+            "root": self.root,
+            "snap": self.snap,
+            "ours": self.ours,
+            "path": self.path_added,
+            "path_unset": self.path_was_unset,
+        }
+
+    def __eq__(self, other):
+        return isinstance(other, State) and self.to_json() == other.to_json()
+
+
+def encode(state):
+    raw = json.dumps(state.to_json(), separators=(",", ":"), sort_keys=True, ensure_ascii=True)
+    return base64.urlsafe_b64encode(zlib.compress(raw.encode("ascii"), 9)).decode("ascii")
+
+
+def decode(token):
+    """Parse a CTXD_STATE value; raise StateError when it is not one of ours."""
+    try:
+        data = json.loads(zlib.decompress(base64.urlsafe_b64decode(token.encode("ascii"))))
+    except (ValueError, zlib.error, UnicodeError) as e:
+        raise StateError(f"{STATE_VAR} is corrupt ({e.__class__.__name__})") from None
+    if not isinstance(data, dict) or data.get("v") != VERSION:
+        raise StateError(f"{STATE_VAR} has an unknown format")
+    snap, ours, path = data.get("snap"), data.get("ours"), data.get("path")
+    ok = (
+        isinstance(snap, dict)
+        and isinstance(ours, dict)
+        and isinstance(path, list)
+        and all(isinstance(k, str) and (v is None or isinstance(v, str)) for k, v in snap.items())
+        and all(isinstance(k, str) and (v is None or isinstance(v, str)) for k, v in ours.items())
+        and all(isinstance(p, str) for p in path)
+        and (data.get("root") is None or isinstance(data.get("root"), str))
+    )
+    if not ok:
+        raise StateError(f"{STATE_VAR} has an unknown format")
+    return State(data.get("root"), snap, ours, path, bool(data.get("path_unset")))

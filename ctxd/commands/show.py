@@ -1,0 +1,122 @@
+import json
+import os
+
+import click
+
+SCHEMA_VERSION = 1
+
+
+def explain(directory, environ):
+    """What ctxd does (or would do) for *directory*: a JSON-ready dict."""
+    from ctxd.activation import detectors
+    from ctxd.activation.export import logical_pwd, transition
+    from ctxd.activation.state import STATE_VAR, decode
+    from ctxd.errors import StateError
+
+    base_dir = logical_pwd(environ)
+    directory = os.path.normpath(os.path.join(base_dir, os.path.expanduser(directory))) if directory else base_dir
+    if not os.path.isdir(directory):
+        from ctxd.errors import NotFoundError
+
+        raise NotFoundError(f"no such directory: {directory}")
+    notes = []
+    old = None
+    if environ.get(STATE_VAR):
+        try:
+            old = decode(environ[STATE_VAR])
+        except StateError as e:
+            notes.append(f"{e.message}: ignoring it")
+    t = transition(environ, directory, old_state=old)
+    info = {
+        "schema_version": SCHEMA_VERSION,
+        "directory": directory,
+        "root": t.plan.root if t.plan else None,
+        "active": bool(old and t.plan and old.root == t.plan.root),
+        "active_root": old.root if old else None,
+        "types": [],
+        "pins": [],
+        "env": [],
+        "path": [],
+        "skipped": [],
+        "notes": notes,
+        "context_dir": None,
+        "watch": [],
+    }
+    if not t.plan:
+        info["notes"].append("no project marker at or above this directory")
+        return info
+    plan = t.plan
+    info["types"] = [{"name": n, "markers": m} for n, m in plan.types]
+    info["pins"] = [{"tool": a, "version": v, "file": f} for a, v, f in detectors.read_pins(plan.root)]
+    for name, value, source, only_if_unset in plan.sets:
+        if name in t.state.snap:
+            before = t.state.snap[name]
+            action = "unset" if value is None else ("set" if before is None else "change")
+            info["env"].append({"name": name, "action": action, "value": value,
+                                "previous": before, "source": source})
+        elif only_if_unset:
+            info["skipped"].append({"name": name, "reason": f"already set to {t.base.get(name)!r}; yours is kept",
+                                    "source": source})
+        elif value is None:
+            info["skipped"].append({"name": name, "reason": "not set; nothing to unset", "source": source})
+    for entry, source in plan.prepend:
+        status = "added" if entry in t.state.path_added else "already-present"
+        info["path"].append({"entry": entry, "source": source, "status": status})
+    info["notes"].extend(plan.notes)
+    info["context_dir"] = t.target.get("CTXD_CONTEXT_DIR")
+    info["watch"] = list(dict.fromkeys(plan.watch))
+    return info
+
+
+def render_text(info):
+    lines = []
+    add = lines.append
+    add(f"directory    {info['directory']}")
+    if not info["root"]:
+        add("project      none")
+        for n in info["notes"]:
+            add(f"note         {n}")
+        return "\n".join(lines) + "\n"
+    state = "active in this shell" if info["active"] else "not active in this shell"
+    add(f"project root {info['root']}  ({state})")
+    for t in info["types"]:
+        add(f"type         {t['name']:<8} found {', '.join(t['markers'])}")
+    for p in info["pins"]:
+        add(f"pin          {p['tool']:<8} {p['version']}  ({p['file']})")
+    for e in info["env"]:
+        if e["action"] == "unset":
+            what = f"unset (was {e['previous']!r})"
+        elif e["action"] == "change":
+            what = f"= {e['value']!r} (was {e['previous']!r})"
+        else:
+            what = f"= {e['value']!r}"
+        add(f"env          {e['name']} {what}  <- {e['source']}")
+    for s in info["skipped"]:
+        add(f"kept         {s['name']}: {s['reason']}  <- {s['source']}")
+    for p in info["path"]:
+        verb = "PATH +" if p["status"] == "added" else "PATH ="
+        extra = "" if p["status"] == "added" else "  (already on PATH, not duplicated)"
+        add(f"{verb:<12} {p['entry']}  <- {p['source']}{extra}")
+    add(f"context dir  {info['context_dir']}")
+    for w in info["watch"]:
+        add(f"watching     {w}")
+    for n in info["notes"]:
+        add(f"note         {n}")
+    return "\n".join(lines) + "\n"
+
+
+@click.command()
+@click.argument("directory", required=False)
+@click.option("--json", "json_", is_flag=True, help="Machine-readable output (schema in README).")
+def show(directory, json_):
+    """Explain what ctxd does for DIRECTORY (default: here) and why.
+
+    The project root, each detected type and the marker that proved it,
+    version pins, every variable set, changed or unset and every PATH entry
+    added, the context directory and the files watched for changes.
+    """
+    info = explain(directory, dict(os.environ))
+    if json_:
+        click.echo(json.dumps(info, indent=2, ensure_ascii=False))
+    else:
+        click.echo(render_text(info), nl=False)

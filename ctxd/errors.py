@@ -1,0 +1,49 @@
+"""Domain exceptions and the exit codes they map to.
+
+The library raises; the one error boundary in ``ctxd.cli`` (and the export
+entry point) turns a ``CtxdError`` into ``ctxd: <message>`` on stderr and its
+exit code. Exit codes are documented in README.md ("Exit codes").
+"""
+
+
+class ExitCode:
+    OK = 0
+    ERROR = 1  # unexpected failure (a bug); details go to the log file
+    USAGE = 2  # bad command line (click's own code for usage errors)
+    CONFIG = 3  # a config or .contextrc file is invalid
+    NOT_FOUND = 4  # no project / file / record where one was required
+    UNTRUSTED = 5  # the file is not trusted (ctxd allow)
+    STATE = 6  # the shell state variable was corrupt; environment unloaded
+    VALUE = 7  # a value cannot be represented (e.g. NUL byte in a variable)
+
+
+class CtxdError(Exception):
+    """An error the user can act on; printed as one line, never a traceback."""
+
+    exit_code = ExitCode.ERROR
+
+    def __init__(self, message: str, exit_code: int | None = None):
+        super().__init__(message)
+        self.message = message
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+
+class UsageError(CtxdError):
+    exit_code = ExitCode.USAGE
+
+
+class ConfigError(CtxdError):
+    exit_code = ExitCode.CONFIG
+
+
+class NotFoundError(CtxdError):
+    exit_code = ExitCode.NOT_FOUND
+
+
+class StateError(CtxdError):
+    exit_code = ExitCode.STATE
+
+
+class ValueRejected(CtxdError):
+    exit_code = ExitCode.VALUE

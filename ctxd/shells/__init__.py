@@ -1,0 +1,25 @@
+"""Per-shell code generation: hook text, environment changes, escaping.
+
+One small stateless object per shell. Importing this package is cheap; the
+shell modules are loaded on demand.
+"""
+
+from ctxd.errors import UsageError
+
+SUPPORTED = ("bash", "zsh", "fish")
+
+
+def get_shell(name):
+    if name == "bash":
+        from ctxd.shells.bash import Bash
+
+        return Bash()
+    if name == "zsh":
+        from ctxd.shells.zsh import Zsh
+
+        return Zsh()
+    if name == "fish":
+        from ctxd.shells.fish import Fish
+
+        return Fish()
+    raise UsageError(f"unsupported shell {name!r} (supported: {', '.join(SUPPORTED)})")

@@ -1,0 +1,52 @@
+"""bash: ``$'...'`` quoting (one line of ASCII that round-trips any bytes)."""
+
+from ctxd.shells.base import Shell, check_name, check_value, to_bytes
+
+_PLAIN = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-./:,+@%=")
+
+
+def ansi_c_quote(value, always=False):
+    data = to_bytes(value)
+    if not always and data and all(c in _PLAIN for c in data) and data[0] not in b"=%":
+        return value  # nothing in it means anything to the shell
+    out = ["$'"]
+    for c in data:
+        if 0x20 <= c < 0x7F and c not in (0x27, 0x5C):  # printable, not ' or backslash
+            out.append(chr(c))
+        else:
+            out.append("\\x%02x" % c)
+    out.append("'")
+    return "".join(out)
+
+
+class Bash(Shell):
+    name = "bash"
+    template = "ctxd.bash"
+    restore_fn = "_ctxd_restore"
+
+    def quote(self, value):
+        return ansi_c_quote(value)
+
+    def set_var(self, name, value):
+        check_name(name)
+        check_value(name, value)
+        return f"export {name}={self.quote(value)}"
+
+    def unset_var(self, name):
+        return f"unset {check_name(name)}"
+
+    def warn(self, message):
+        return f"printf '%s\\n' {self.quote(message)} >&2"
+
+    def define_restore(self, statements):
+        body = "; ".join(statements) if statements else ":"
+        return f"{self.restore_fn}() {{ {body}; }}"
+
+    def drop_restore(self):
+        return f"unset -f {self.restore_fn}"
+
+    def if_value(self, name, value, statement):
+        check_name(name)
+        if value is None:
+            return f"if [[ -z ${{{name}+x}} ]]; then {statement}; fi"
+        return f'if [[ ${{{name}+x}} == x && "${name}" == {ansi_c_quote(value, always=True)} ]]; then {statement}; fi'

@@ -1,0 +1,71 @@
+"""fish: single quotes escape only ' and backslash, so control bytes go outside
+quotes as ``\\xHH``; PATH is a list."""
+
+from ctxd.shells.base import Shell, check_name, check_value, to_bytes
+
+
+def fish_quote(value):
+    data = to_bytes(value)
+    if not data:
+        return "''"
+    out = []
+    quoted = []  # the run inside the current single-quoted segment
+
+    def flush():
+        if quoted:
+            out.append("'" + "".join(quoted) + "'")
+            quoted.clear()
+
+    text = data.decode("utf-8", "surrogateescape")
+    for ch in text:
+        o = ord(ch)
+        if 0xDC80 <= o <= 0xDCFF:  # an undecodable byte: fish's \xHH is a raw byte
+            flush()
+            out.append("\\x%02x" % (o - 0xDC00))
+        elif o < 0x20 or o == 0x7F:
+            flush()
+            out.append("\\x%02x" % o)
+        elif ch in "'\\":
+            quoted.append("\\" + ch)
+        else:
+            quoted.append(ch)
+    flush()
+    return "".join(out)
+
+
+class Fish(Shell):
+    name = "fish"
+    template = "ctxd.fish"
+    restore_fn = "__ctxd_restore"
+
+    def quote(self, value):
+        return fish_quote(value)
+
+    def set_var(self, name, value):
+        check_name(name)
+        check_value(name, value)
+        return f"set -gx {name} {self.quote(value)}"
+
+    def set_path(self, entries):
+        for e in entries:
+            check_value("PATH", e)
+        return "set -gx PATH " + " ".join(self.quote(e) for e in entries)
+
+    def unset_var(self, name):
+        return f"set -e -g {check_name(name)}"
+
+    def warn(self, message):
+        return f"printf '%s\\n' {self.quote(message)} >&2"
+
+    def define_restore(self, statements):
+        body = "; ".join(statements) if statements else "true"
+        return f"function {self.restore_fn}; {body}; end"
+
+    def drop_restore(self):
+        return f"functions -e {self.restore_fn}"
+
+    def if_value(self, name, value, statement):
+        check_name(name)
+        if value is None:
+            return f"if not set -q {name}; {statement}; end"
+        return f'if set -q {name}; and test "${name}" = {self.quote(value)}; {statement}; end'

@@ -1,0 +1,92 @@
+# ctxd hook for fish. Install with:  ctxd hook fish | source
+# (in ~/.config/fish/config.fish). Reacts to $PWD at once and to edits of
+# watched files before each prompt; keeps $status; safe to source twice.
+# No process starts unless a project root, its watched files or the ctxd
+# state changed.
+
+set -g __ctxd_markers @CTXD_MARKERS@
+set -g __ctxd_cmd @CTXD_COMMAND@
+
+function __ctxd_find_root
+    set -l d $PWD
+    while true
+        for m in $__ctxd_markers
+            if test -e "$d/$m"
+                test -n "$d"; or set d /
+                echo $d
+                return 0
+            end
+        end
+        if test -z "$d"; or test "$d" = /
+            return 0
+        end
+        set d (string replace -r '/[^/]*$' '' -- $d)
+    end
+end
+
+function __ctxd_watch_changed
+    set -q CTXD_WATCH; or return 1
+    test -n "$CTXD_WATCH"; or return 1
+    set -l lines (string split \n -- $CTXD_WATCH)
+    set -l stamp $lines[1]
+    for line in $lines[2..-1]
+        set -l p (string sub -s 2 -- $line)
+        switch $line
+            case '+*'
+                test -e "$p"; or return 0
+                if test -n "$stamp"; and test "$p" -nt "$stamp"
+                    return 0
+                end
+            case '-*'
+                test -e "$p"; and return 0
+        end
+    end
+    return 1
+end
+
+function __ctxd_run
+    set -l out (command $__ctxd_cmd export fish 2>/dev/null)
+    set -l rc $status
+    if test -n "$out"
+        printf '%s\n' $out | source
+    end
+    if test $rc -ne 0
+        functions -q __ctxd_restore; and __ctxd_restore
+        functions -e __ctxd_restore
+        set -e -g CTXD_STATE
+        set -e -g CTXD_WATCH
+        if test $rc -eq 6
+            set out (command $__ctxd_cmd export fish 2>/dev/null)
+            and printf '%s\n' $out | source
+        else if test -z "$out"
+            printf 'ctxd: the hook could not run ctxd (exit %s); project environment unloaded. Try: ctxd doctor\n' $rc >&2
+        end
+    end
+    return 0
+end
+
+function __ctxd_hook
+    set -l ctxd_status $status
+    set -l r (__ctxd_find_root)
+    set -q CTXD_STATE; and set -l cur_state "$CTXD_STATE"; or set -l cur_state ""
+    if test "$__ctxd_init" = 1; and test "$r" = "$__ctxd_root"; and test "$cur_state" = "$__ctxd_seen"
+        if not __ctxd_watch_changed
+            return $ctxd_status
+        end
+    end
+    if test -n "$r"; or test -n "$cur_state"
+        __ctxd_run
+    end
+    set -g __ctxd_init 1
+    set -g __ctxd_root $r
+    set -q CTXD_STATE; and set -g __ctxd_seen "$CTXD_STATE"; or set -g __ctxd_seen ""
+    return $ctxd_status
+end
+
+function __ctxd_on_pwd --on-variable PWD
+    __ctxd_hook
+end
+
+function __ctxd_on_prompt --on-event fish_prompt
+    __ctxd_hook
+end
