@@ -1,0 +1,139 @@
+"""Drive real interactive bash, zsh and fish with pexpect.
+
+A ShellSession starts the shell with no rc files, an isolated HOME and XDG
+dirs, a plain prompt, and ctxd's hook evaluated exactly as a user would.
+``run(cmd)`` types a command line and returns what it printed;
+``env()`` returns the shell's exported environment exactly (via env -0).
+"""
+
+import os
+import shutil
+import sys
+import uuid
+
+import pexpect
+import pytest
+
+SHELLS = ("bash", "zsh", "fish")
+PROMPT = "CTXDPROMPT>"
+
+
+def require(shell):
+    """The shell's path; fails (never skips) in CI when it is missing."""
+    path = shutil.which(shell)
+    if path:
+        return path
+    if os.environ.get("CI"):
+        pytest.fail(f"{shell} is not installed; CI must install it (apt-get install -y zsh fish)")
+    pytest.skip(f"{shell} is not installed")
+
+
+def ctxd_bin_dir():
+    return os.path.dirname(shutil.which("ctxd") or sys.executable)
+
+
+def base_env(home, extra=None):
+    home = str(home)
+    env = {
+        "HOME": home,
+        "USER": os.environ.get("USER", "tester"),
+        "TERM": "dumb",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "PATH": os.pathsep.join([ctxd_bin_dir(), "/usr/local/bin", "/usr/bin", "/bin"]),
+        "XDG_CONFIG_HOME": os.path.join(home, ".config"),
+        "XDG_DATA_HOME": os.path.join(home, ".local/share"),
+        "XDG_STATE_HOME": os.path.join(home, ".local/state"),
+        "XDG_CACHE_HOME": os.path.join(home, ".cache"),
+        "fish_greeting": "",
+    }
+    env.update(extra or {})
+    return env
+
+
+class ShellSession:
+    def __init__(self, shell, home, env=None, hook=True, cwd=None, timeout=20):
+        self.shell = shell
+        self.home = str(home)
+        self.timeout = timeout
+        path = require(shell)
+        self.env = base_env(home, env)
+        os.makedirs(os.path.join(self.home, ".config", "fish"), exist_ok=True)
+        if shell == "bash":
+            argv = [path, "--norc", "--noprofile", "-i"]
+        elif shell == "zsh":
+            argv = [path, "-f", "-i"]
+        else:
+            argv = [path, "--no-config", "-i"]
+        self.child = pexpect.spawn(argv[0], argv[1:], env=self.env, cwd=cwd or self.home,
+                                   encoding="utf-8", codec_errors="replace",
+                                   timeout=timeout, dimensions=(50, 400))
+        self._n = 0
+        if shell == "bash":
+            self.child.sendline(f"PS1='{PROMPT}'; PS2=''; unset PROMPT_COMMAND; bind 'set enable-bracketed-paste off' 2>/dev/null")
+        elif shell == "zsh":
+            self.child.sendline(f"PS1='{PROMPT}'; PS2=''; unsetopt zle 2>/dev/null; unsetopt prompt_sp")
+        else:
+            self.child.sendline(f"function fish_prompt; printf '{PROMPT}'; end; function fish_right_prompt; end; "
+                                "set -g fish_autosuggestion_enabled 0")
+        self.run("true")
+        if hook:
+            self.install_hook()
+
+    def install_hook(self):
+        if self.shell == "fish":
+            return self.run("ctxd hook fish | source")
+        return self.run(f'eval "$(ctxd hook {self.shell})"')
+
+    def run(self, command, timeout=None):
+        """Type *command*, wait for it and the next prompt; return its output."""
+        self._n += 1
+        tag = uuid.uuid4().hex[:8]
+        end = f"__END_{tag}_{self._n}__"
+        # printf builds the end marker at run time, so the echoed input never matches it
+        self.child.sendline(f"{command}\nprintf '__END_%s__\\n' '{tag}_{self._n}'")
+        self.child.expect_exact(end, timeout=timeout or self.timeout)
+        out = self.child.before
+        self.child.expect_exact(PROMPT, timeout=timeout or self.timeout)
+        # drop the echo of our own lines
+        lines = out.replace("\r\n", "\n").replace("\r", "").split("\n")
+        kept = [l for l in lines if "__END_%s__" not in l and PROMPT not in l and l.strip() != command.strip()]
+        return "\n".join(kept).strip("\n")
+
+    def cd(self, path):
+        q = "'" + str(path).replace("'", "'\\''") + "'" if self.shell != "fish" else fish_literal(str(path))
+        return self.run(f"cd {q}")
+
+    def env_dump(self):
+        """The shell's exported environment, exactly (bytes-faithful)."""
+        f = os.path.join(self.home, f"env-{uuid.uuid4().hex}.bin")
+        self.run(f"env -0 > '{f}'")
+        with open(f, "rb") as fh:
+            data = fh.read()
+        os.unlink(f)
+        env = {}
+        for item in data.split(b"\0"):
+            if not item:
+                continue
+            k, _, v = item.partition(b"=")
+            env[os.fsdecode(k)] = os.fsdecode(v)
+        return env
+
+    def status_after(self, command):
+        """$? (or $status) as the next command line sees it after *command*."""
+        var = "$status" if self.shell == "fish" else "$?"
+        self.child.sendline(command)
+        self.child.expect_exact(PROMPT)
+        return int(self.run(f"echo STATUS={var}").split("STATUS=")[1].split()[0])
+
+    def close(self):
+        try:
+            self.child.sendline("exit")
+            self.child.expect(pexpect.EOF, timeout=5)
+        except Exception:
+            pass
+        self.child.close(force=True)
+
+
+def fish_literal(s):
+    return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
