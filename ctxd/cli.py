@@ -43,8 +43,9 @@ def cli():
 
 
 def _register():
-    from ctxd.commands import export, hook, show
+    from ctxd.commands import export, hook, setup, show
 
+    cli.add_command(setup.setup)
     cli.add_command(hook.hook)
     cli.add_command(export.export)
     cli.add_command(show.show)

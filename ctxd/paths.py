@@ -35,7 +35,7 @@ def _base(kind: str, environ=None) -> str:
         return os.path.abspath(os.path.expanduser(value))
     if _XDG_PLATFORM:
         value = env.get(xdg, "")
-        if value.strip():  # platformdirs uses the raw value when it is not blank
+        if value.startswith("/"):  # the XDG spec (and platformdirs) ignore relative values
             return os.path.join(value, APP)
         return os.path.join(os.path.expanduser("~"), default, APP)
     return _platformdirs(kind)
