@@ -7,7 +7,10 @@ _PLAIN = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456
 
 def ansi_c_quote(value, always=False):
     data = to_bytes(value)
-    if not always and data and all(c in _PLAIN for c in data) and data[0] not in b"=%":
+    # zsh expands "=cmd" at the start of an assignment's value and after any ":"
+    # in it (export X=a:=ls gives a:/usr/bin/ls), so those stay quoted
+    if (not always and data and all(c in _PLAIN for c in data) and data[0] not in b"=%"
+            and b":=" not in data):
         return value  # nothing in it means anything to the shell
     out = ["$'"]
     for c in data:
@@ -49,4 +52,5 @@ class Bash(Shell):
         check_name(name)
         if value is None:
             return f"if [[ -z ${{{name}+x}} ]]; then {statement}; fi"
+        check_value(name, value)  # $'\x00' would cut the value short: a false match
         return f'if [[ ${{{name}+x}} == x && "${name}" == {ansi_c_quote(value, always=True)} ]]; then {statement}; fi'

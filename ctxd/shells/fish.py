@@ -68,4 +68,5 @@ class Fish(Shell):
         check_name(name)
         if value is None:
             return f"if not set -q {name}; {statement}; end"
+        check_value(name, value)
         return f'if set -q {name}; and test "${name}" = {self.quote(value)}; {statement}; end'
