@@ -7,20 +7,23 @@
 set -g __ctxd_markers @CTXD_MARKERS@
 set -g __ctxd_cmd @CTXD_COMMAND@
 
+# Prints the root NUL-terminated: read it with `| string split0`, so a newline
+# in a directory name cannot split it (`string split` as the last step of a
+# command substitution is not split on newlines either).
 function __ctxd_find_root
     set -l d $PWD
     while true
         for m in $__ctxd_markers
             if test -e "$d/$m"
                 test -n "$d"; or set d /
-                echo $d
+                printf '%s\0' $d
                 return 0
             end
         end
         if test -z "$d"; or test "$d" = /
             return 0
         end
-        set d (string replace -r '/[^/]*$' '' -- $d)
+        set d (string split -r -m1 / -- $d)[1]
     end
 end
 
@@ -67,7 +70,7 @@ end
 
 function __ctxd_hook
     set -l ctxd_status $status
-    set -l r (__ctxd_find_root)
+    set -l r (__ctxd_find_root | string split0)
     set -q CTXD_STATE; and set -l cur_state "$CTXD_STATE"; or set -l cur_state ""
     if test "$__ctxd_init" = 1; and test "$r" = "$__ctxd_root"; and test "$cur_state" = "$__ctxd_seen"
         if not __ctxd_watch_changed
