@@ -167,13 +167,15 @@ def restore_function(shell, t):
     corrupt), so the shell still returns to the clean environment. Each
     variable is put back only while it still holds the value ctxd gave it.
     """
+    # not t.base: on a re-export of the same root it keeps the PATH entries reused
+    clean = envdiff.restore(t.target, t.state)
     stmts = []
     for name in sorted(t.state.snap):
-        before = t.base.get(name)
+        before = clean.get(name)
         undo = shell.unset_var(name) if before is None else shell.set_var(name, before)
         stmts.append(shell.if_value(name, t.target.get(name), undo))
     if t.state.path_added:
-        before = t.base.get(envdiff.PATH)
+        before = clean.get(envdiff.PATH)
         undo = (shell.unset_var(envdiff.PATH) if before is None
                 else shell.set_path(envdiff.split_path(before)))
         stmts.append(shell.if_value(envdiff.PATH, t.target.get(envdiff.PATH), undo))
