@@ -79,11 +79,15 @@ _ctxd_hook() {
   return $_ctxd_status
 }
 
-# Install once, first in line; keep whatever else is there.
+# Install once, first in line; keep whatever else is there. An array element
+# may hold the string form ("_ctxd_hook;user_cmd") when something appended to
+# PROMPT_COMMAND with += after an earlier install: that counts as installed.
+# PROMPT_COMMAND is deliberately handled both as an array and as a string:
+# shellcheck disable=SC2128,SC2178
 if [[ ${PROMPT_COMMAND+set} == set && ${PROMPT_COMMAND@a} == *a* ]]; then
   _ctxd_found=
   for _ctxd_pc in "${PROMPT_COMMAND[@]}"; do
-    [[ $_ctxd_pc == _ctxd_hook ]] && _ctxd_found=1
+    [[ ";$_ctxd_pc;" == *";_ctxd_hook;"* ]] && _ctxd_found=1
   done
   [[ -n $_ctxd_found ]] || PROMPT_COMMAND=(_ctxd_hook "${PROMPT_COMMAND[@]}")
   unset _ctxd_found _ctxd_pc
