@@ -5,6 +5,7 @@ scenario reads the same for all three shells.
 """
 
 import os
+import re
 import shlex
 import stat
 
@@ -24,8 +25,15 @@ def path_list(env):
     return env["PATH"].split(":") if env.get("PATH") else []
 
 
+def output_lines(text):
+    """Non-blank lines of what a command printed, without fish's missing-newline
+    mark (fish prints "⏎", padding and a carriage return before a prompt)."""
+    text = re.sub("\u23ce *", "", text)
+    return [line for line in text.splitlines() if line.strip()]
+
+
 def ctxd_lines(text):
-    return [line for line in text.splitlines() if line.startswith("ctxd:")]
+    return [line for line in output_lines(text) if line.startswith("ctxd:")]
 
 
 # -- projects ----------------------------------------------------------------

@@ -6,8 +6,8 @@ import os
 import pytest
 
 from e2ekit import (
-    cd, comparable, enter_nested, hook_line, leave_nested, make_wrapper, plain_dir, python_project,
-    quote, runs, set_var, wrap_command,
+    cd, comparable, ctxd_lines, enter_nested, hook_line, leave_nested, make_wrapper, output_lines,
+    plain_dir, python_project, quote, runs, set_var, wrap_command,
 )
 
 
@@ -213,8 +213,7 @@ def test_nounset_shell(shell, sessions, tmp_path):
     # a watched change, and a corrupt state: only ctxd's own notice is printed
     assert s.run("touch .venv/bin") == ""
     text = s.run(set_var(shell, "CTXD_STATE", "garbage"))
-    assert [l for l in text.splitlines() if l.strip()] and all(
-        l.startswith("ctxd:") for l in text.splitlines() if l.strip())
+    assert len(ctxd_lines(text)) == 1 and output_lines(text) == ctxd_lines(text), text
     assert cd(s, out) == ""
     assert comparable(s.env_dump()) == comparable(before)
     # and the array form of PROMPT_COMMAND under set -u
