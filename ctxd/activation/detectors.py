@@ -59,6 +59,8 @@ def _python(root, plan, environ):
             return
         if os.path.isdir(venv):  # being created: notice when activate appears
             plan.watch.append(venv)
+            # bin/ may exist already: its mtime is not watched, activate itself is
+            plan.watch.append(os.path.join(bindir, "activate"))
     plan.notes.append("python: no .venv/ or venv/ with bin/activate")
 
 
