@@ -43,8 +43,13 @@ def cli():
 
 
 def _register():
-    from ctxd.commands import export, hook, setup, show
+    from ctxd.commands import export, hook, rcfile, setup, show, trust
 
+    cli.add_command(trust.allow)
+    cli.add_command(trust.deny)
+    cli.add_command(rcfile.init)
+    cli.add_command(rcfile.edit)
+    cli.add_command(rcfile.status)
     cli.add_command(setup.setup)
     cli.add_command(hook.hook)
     cli.add_command(export.export)

@@ -23,4 +23,13 @@ def isolated_paths(tmp_path_factory, monkeypatch):
     for var in list(os.environ):
         if var.startswith(("CTXD_", "DIRENV_")):
             monkeypatch.delenv(var, raising=False)
+    # Projects made by tests live under pytest's base temp dir: trust that tree,
+    # as a user trusts ~/work. Tests of untrusted roots write their own config.
+    write_config(home, f"[trust]\nroots = [{str(tmp_path_factory.getbasetemp())!r}]\n")
     return home
+
+
+def write_config(home, text):
+    d = home / ".config" / "ctxd"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "config.toml").write_text(text)

@@ -6,6 +6,7 @@ dirs, a plain prompt, and ctxd's hook evaluated exactly as a user would.
 ``env()`` returns the shell's exported environment exactly (via env -0).
 """
 
+import json
 import os
 import shutil
 import sys
@@ -52,13 +53,17 @@ def base_env(home, extra=None):
 
 
 class ShellSession:
-    def __init__(self, shell, home, env=None, hook=True, cwd=None, timeout=20):
+    def __init__(self, shell, home, env=None, hook=True, cwd=None, timeout=20, trust_tree=None):
         self.shell = shell
         self.home = str(home)
         self.timeout = timeout
         path = require(shell)
         self.env = base_env(home, env)
         os.makedirs(os.path.join(self.home, ".config", "fish"), exist_ok=True)
+        if trust_tree is not False:
+            # like a user who trusts ~/work: projects next to this home apply their
+            # detected environment without `ctxd allow` (see README "Security")
+            write_config(self.home, trust_tree or os.path.dirname(self.home.rstrip("/")))
         if shell == "bash":
             argv = [path, "--norc", "--noprofile", "-i"]
         elif shell == "zsh":
@@ -133,6 +138,15 @@ class ShellSession:
         except Exception:
             pass
         self.child.close(force=True)
+
+
+def write_config(home, tree):
+    d = os.path.join(str(home), ".config", "ctxd")
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, "config.toml")
+    if not os.path.exists(path):
+        with open(path, "w") as f:
+            f.write("[trust]\nroots = [%s]\n" % json.dumps(str(tree)))
 
 
 def fish_literal(s):

@@ -110,9 +110,14 @@ def test_export_imports_nothing_heavy(project):
             " if m in sys.modules]\n"
             "sys.stderr.write('HEAVY=' + ','.join(heavy))\n")
     e = dict(os.environ, PWD=str(project))
-    p = subprocess.run([sys.executable, "-I", "-S", "-c",
-                        f"import sys; sys.path[:0]=[{os.path.dirname(os.path.dirname(__file__))!r}]\n" + code],
-                       cwd=project, env=e, capture_output=True, text=True)
+    (project / ".contextrc").write_text('[env]\nFOO = "bar"\n')
+    ctxd("allow", cwd=project)
+    # the first run parses config.toml and .contextrc with tomllib and caches the result
+    for _ in range(2):
+        p = subprocess.run([sys.executable, "-I", "-S", "-c",
+                            f"import sys; sys.path[:0]=[{os.path.dirname(os.path.dirname(__file__))!r}]\n" + code],
+                           cwd=project, env=e, capture_output=True, text=True)
+    assert "export FOO=bar" in p.stdout
     assert "export VIRTUAL_ENV=" in p.stdout
     assert p.stderr.strip() == "HEAVY="
 

@@ -13,15 +13,26 @@ CONTEXTRC = ".contextrc"
 class Plan:
     """What activating a project would do, with the reason for each change."""
 
-    __slots__ = ("root", "types", "sets", "prepend", "watch", "notes")
+    __slots__ = ("root", "types", "sets", "prepend", "append", "watch", "notes", "warnings",
+                 "files", "trusted", "context", "on_enter", "on_leave", "timeout", "branch", "status")
 
     def __init__(self, root):
         self.root = root
         self.types = []  # [(type name, [markers found])]
         self.sets = []  # [(name, value or None for unset, source, only_if_unset)]
         self.prepend = []  # [(entry, source)] in the order they go in front of PATH
+        self.append = []  # [(entry, source)] going to the end of PATH
         self.watch = []  # paths whose change means "export again"
         self.notes = []  # human-readable remarks for `ctxd show`
+        self.warnings = []  # one-line notices for the user (shown once per root)
+        self.files = []  # [(.contextrc path, trust status, error or None)] nearest first
+        self.trusted = False  # may detected PATH entries and variables apply?
+        self.context = {}  # merged [context] settings
+        self.on_enter = []  # trusted hook commands
+        self.on_leave = []
+        self.timeout = 5.0
+        self.branch = None  # current git branch when a [branch."glob"] section exists
+        self.status = ""  # one-line summary for prompts (CTXD_STATUS)
 
     def set(self, name, value, source, only_if_unset=False):
         self.sets.append((name, value, source, only_if_unset))
@@ -172,16 +183,21 @@ def find_root(start, markers=None):
         d = d.rsplit("/", 1)[0]
 
 
-def detect(root, environ):
-    """Build the activation plan for *root* from every detector that matches."""
-    plan = Plan(root)
+def detect(root, environ, plan=None, enabled=None, apply=True):
+    """Add every matching detector's type (and, if *apply*, its environment) to a plan.
+
+    *enabled* maps detector names to on/off (from .contextrc [detect]).
+    """
+    plan = plan or Plan(root)
     plan.watch.append(root)  # entries appearing or vanishing (.venv, markers)
     for det in DETECTORS:
+        if enabled is not None and enabled.get(det.name) is False:
+            continue
         found = [m for m in det.markers if os.path.exists(os.path.join(root, m))]
         if not found:
             continue
         plan.types.append((det.name, found))
-        if det.activate is not None:
+        if apply and det.activate is not None:
             det.activate(root, plan, environ)
     return plan
 

@@ -97,9 +97,19 @@ def apply(base, plan, extra_sets=(), kept=()):
             continue  # already on PATH: never a duplicate
         front.append(entry)
         added.append(entry)
+    back = []
+    for entry, _source in getattr(plan, "append", ()):
+        if not entry or entry in front or entry in back:
+            continue
+        if entry in current:
+            if entry in kept:
+                added.append(entry)
+            continue
+        back.append(entry)
+        added.append(entry)
     path_was_unset = PATH not in base
-    if front:
-        target[PATH] = join_path(front + current)
+    if front or back:
+        target[PATH] = join_path(front + current + back)
     state = State(plan.root, snap, ours, added, path_was_unset)
     return target, state
 

@@ -11,10 +11,11 @@ import time
 
 from ctxd import paths
 from ctxd.activation import detectors, envdiff
+from ctxd.paths import _sha1_hex
 from ctxd.activation.state import STATE_VAR, WATCH_VAR, State, decode, encode
 from ctxd.errors import StateError
 
-MANAGED = ("CTXD_ROOT", "CTXD_TYPES", "CTXD_CONTEXT_DIR")
+MANAGED = ("CTXD_ROOT", "CTXD_TYPES", "CTXD_CONTEXT_DIR", "CTXD_STATUS")
 
 
 def logical_pwd(environ):
@@ -43,16 +44,16 @@ class Transition:
         self.warnings = []
 
 
-def plan_for(root, environ):
-    plan = detectors.detect(root, environ)
-    plan.set("CTXD_ROOT", root, "ctxd: project root")
-    plan.set("CTXD_TYPES", ",".join(t for t, _ in plan.types), "ctxd: detected types")
-    plan.set("CTXD_CONTEXT_DIR", paths.context_dir(root, environ), "ctxd: conversation context")
-    return plan
+def transition(environ, pwd=None, *, old_state="read", run_hooks=False):
+    """Compute the move from *environ* to the environment for *pwd*.
 
+    With *run_hooks*, trusted on_leave commands of the project being left run
+    first (in its environment), and on_enter commands of the project being
+    entered run once its environment is computed; their output becomes
+    warnings shown by the hook.
+    """
+    from ctxd.activation import planner
 
-def transition(environ, pwd=None, *, old_state="read"):
-    """Compute the move from *environ* to the environment for *pwd*."""
     t = Transition()
     if old_state == "read":
         token = environ.get(STATE_VAR)
@@ -62,16 +63,37 @@ def transition(environ, pwd=None, *, old_state="read"):
         t.old = old_state
     pwd = pwd or logical_pwd(environ)
     root = detectors.find_root(pwd)
-    t.plan = plan_for(root, environ) if root else None
+    old = t.old
+    leaving = bool(old and old.root and old.root != root)
+    if run_hooks and leaving and old.leave.get("cmds"):
+        from ctxd.activation import hooks
+
+        t.warnings += hooks.run(old.leave["cmds"], dict(environ), old.leave.get("cwd") or old.root,
+                                old.leave.get("timeout") or 5.0, "on_leave")
+    clean = envdiff.restore(environ, old)
+    t.plan = planner.build(root, clean, environ) if root else None
     kept = ()
-    if t.plan and t.old and t.old.root == root:
-        kept = set(t.old.path_added) & {e for e, _ in t.plan.prepend}
-    t.base = envdiff.restore(environ, t.old, keep_path=kept)
-    if t.plan:
-        t.target, t.state = envdiff.apply(t.base, t.plan, kept=kept)
-        t.watch = watch_value(t.plan, environ)
-    else:
+    if t.plan and old and old.root == root:
+        kept = set(old.path_added) & {e for e, _ in t.plan.prepend + t.plan.append}
+    t.base = envdiff.restore(environ, old, keep_path=kept) if kept else clean
+    if not t.plan:
         t.target, t.state = dict(t.base), None
+        return t
+    t.target, t.state = envdiff.apply(t.base, t.plan, kept=kept)
+    t.watch = watch_value(t.plan, environ)
+    # notices: once per root, again only when they change
+    seen = old.shown if (old and old.root == root) else []
+    t.warnings += [w for w in t.plan.warnings if w not in seen]
+    t.state.shown = list(t.plan.warnings)
+    if t.plan.on_leave:
+        t.state.leave = {"cmds": t.plan.on_leave, "timeout": t.plan.timeout, "cwd": root}
+    sig = _sha1_hex("\0".join(t.plan.on_enter)) if t.plan.on_enter else ""
+    t.state.enter_sig = sig
+    entering = not (old and old.root == root and old.enter_sig == sig)
+    if run_hooks and sig and entering:
+        from ctxd.activation import hooks
+
+        t.warnings += hooks.run(t.plan.on_enter, t.target, root, t.plan.timeout, "on_enter")
     return t
 
 
@@ -152,9 +174,10 @@ def render(shell, environ, t):
         if environ.get(var) != value:
             changed = True
             out.append(shell.unset_var(var) if value is None else shell.set_var(var, value))
-    if not changed:
+    if not changed and not t.warnings:
         return ""
-    out.append(restore_function(shell, t) if t.state else shell.drop_restore())
+    if changed:
+        out.append(restore_function(shell, t) if t.state else shell.drop_restore())
     for w in t.warnings:
         out.append(shell.warn(w))
     return shell.join(out)
@@ -187,7 +210,7 @@ def restore_function(shell, t):
 def export(shell, environ, pwd=None):
     """(code, exit status) for `ctxd export`. Domain errors become warnings."""
     try:
-        t = transition(environ, pwd)
+        t = transition(environ, pwd, run_hooks=True)
     except StateError as e:
         # The snapshot cannot be read: the hook undoes the last activation with
         # the restore function it holds, drops the state, and asks again.

@@ -22,14 +22,18 @@ WATCH_VAR = "CTXD_WATCH"
 
 
 class State:
-    __slots__ = ("root", "snap", "ours", "path_added", "path_was_unset")
+    __slots__ = ("root", "snap", "ours", "path_added", "path_was_unset", "shown", "leave", "enter_sig")
 
-    def __init__(self, root=None, snap=None, ours=None, path_added=None, path_was_unset=False):
+    def __init__(self, root=None, snap=None, ours=None, path_added=None, path_was_unset=False,
+                 shown=None, leave=None, enter_sig=""):
         self.root = root
         self.snap = snap or {}  # name -> value before ctxd touched it (None: was unset)
         self.ours = ours or {}  # name -> value ctxd set (None: ctxd unset it)
         self.path_added = path_added or []  # PATH entries ctxd put in front
         self.path_was_unset = path_was_unset
+        self.shown = shown or []  # notices already shown for this root (not repeated)
+        self.leave = leave or {}  # trusted on_leave hooks: {"cmds", "timeout", "cwd"}
+        self.enter_sig = enter_sig  # which on_enter commands already ran here
 
     def to_json(self):
         return {
@@ -39,6 +43,9 @@ class State:
             "ours": self.ours,
             "path": self.path_added,
             "path_unset": self.path_was_unset,
+            "shown": self.shown,
+            "leave": self.leave,
+            "enter": self.enter_sig,
         }
 
     def __eq__(self, other):
@@ -70,4 +77,8 @@ def decode(token):
     )
     if not ok:
         raise StateError(f"{STATE_VAR} has an unknown format")
-    return State(data.get("root"), snap, ours, path, bool(data.get("path_unset")))
+    shown, leave, enter = data.get("shown", []), data.get("leave", {}), data.get("enter", "")
+    if not (isinstance(shown, list) and all(isinstance(x, str) for x in shown)
+            and isinstance(leave, dict) and isinstance(enter, str)):
+        raise StateError(f"{STATE_VAR} has an unknown format")
+    return State(data.get("root"), snap, ours, path, bool(data.get("path_unset")), shown, leave, enter)

@@ -37,5 +37,5 @@ def hook(shell):
     from ctxd.shells import get_shell
     from ctxd.shells.base import export_command
 
-    sh = get_shell(shell or detect_shell())
+    sh = get_shell(detect_shell() if shell is None else shell)
     click.echo(sh.hook(all_markers(), export_command()), nl=False)

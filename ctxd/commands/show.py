@@ -41,6 +41,13 @@ def explain(directory, environ):
         "notes": notes,
         "context_dir": None,
         "watch": [],
+        "files": [],
+        "trusted": False,
+        "branch": None,
+        "hooks": {"on_enter": [], "on_leave": []},
+        "context": {},
+        "status": "",
+        "warnings": [],
     }
     if not t.plan:
         info["notes"].append("no project marker at or above this directory")
@@ -61,10 +68,20 @@ def explain(directory, environ):
             info["skipped"].append({"name": name, "reason": "not set; nothing to unset", "source": source})
     for entry, source in plan.prepend:
         status = "added" if entry in t.state.path_added else "already-present"
-        info["path"].append({"entry": entry, "source": source, "status": status})
+        info["path"].append({"entry": entry, "source": source, "position": "front", "status": status})
     info["notes"].extend(plan.notes)
     info["context_dir"] = t.target.get("CTXD_CONTEXT_DIR")
     info["watch"] = list(dict.fromkeys(plan.watch))
+    info["files"] = [{"path": p, "status": st, "error": err} for p, st, err in plan.files]
+    info["trusted"] = plan.trusted
+    info["branch"] = plan.branch
+    info["hooks"] = {"on_enter": plan.on_enter, "on_leave": plan.on_leave}
+    info["context"] = plan.context
+    info["status"] = plan.status
+    info["warnings"] = plan.warnings
+    for e, _src in plan.append:
+        info["path"].append({"entry": e, "source": _src, "position": "end",
+                             "status": "added" if e in t.state.path_added else "already-present"})
     return info
 
 
@@ -93,13 +110,22 @@ def render_text(info):
         add(f"env          {e['name']} {what}  <- {e['source']}")
     for s in info["skipped"]:
         add(f"kept         {s['name']}: {s['reason']}  <- {s['source']}")
+    for f in info["files"]:
+        extra = f"  ERROR {f['error']}" if f["error"] else ""
+        add(f"contextrc    {f['path']}  [{f['status']}]{extra}")
+    add(f"trusted      {'yes' if info['trusted'] else 'no (detected PATH entries and variables withheld)'}")
+    if info["branch"]:
+        add(f"git branch   {info['branch']}")
+    for k in ("on_enter", "on_leave"):
+        for c in info["hooks"][k]:
+            add(f"hook         {k}: {c}")
     for p in info["path"]:
         verb = "PATH +" if p["status"] == "added" else "PATH ="
         extra = "" if p["status"] == "added" else "  (already on PATH, not duplicated)"
         add(f"{verb:<12} {p['entry']}  <- {p['source']}{extra}")
     add(f"context dir  {info['context_dir']}")
-    for w in info["watch"]:
-        add(f"watching     {w}")
+    for w in info["warnings"]:
+        add(f"warning      {w}")
     for n in info["notes"]:
         add(f"note         {n}")
     return "\n".join(lines) + "\n"

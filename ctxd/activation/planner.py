@@ -1,0 +1,198 @@
+"""Build the activation plan for a root: detectors + trusted .contextrc files.
+
+Order of precedence (later wins): built-in detectors, then .contextrc files
+from the farthest to the nearest (nearest wins per key), then the
+[branch."glob"] sections matching the current git branch. PATH entries from
+.contextrc files go in front of detected ones (nearest file first).
+"""
+
+import os
+
+from ctxd import paths
+from ctxd.activation import config, contextrc, detectors, trust
+from ctxd.activation.detectors import Plan
+from ctxd.errors import ConfigError
+
+UNTRUSTED_MSG = ("ctxd: {path} is not trusted, so nothing in it applies. Review it, then run: ctxd allow {dir}")
+CHANGED_MSG = ("ctxd: {path} changed since you allowed it, so nothing in it applies. Review it, then run: "
+               "ctxd allow {dir}")
+ROOT_MSG = ("ctxd: {root} is not trusted, so its detected environment ({what}) is not applied. "
+            "Run: ctxd allow {root}  (or trust the whole tree: ctxd allow --tree DIR)")
+
+
+def build(root, base, environ):
+    plan = Plan(root)
+    try:
+        cfg = config.load(environ)
+    except ConfigError as e:
+        plan.warnings.append(f"ctxd: {e.message}")
+        cfg = config.DEFAULTS
+    plan.watch.append(paths.config_file(environ))
+    plan.timeout = cfg["hooks"]["timeout"]
+
+    files, probed = contextrc.chain(root)
+    for p in probed:
+        if p not in files:
+            plan.watch.append(p)  # a .contextrc appearing there re-activates
+    layers = []  # (path, parsed) of trusted files, nearest first
+    error = None
+    for path in files:
+        plan.watch.append(path)
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            plan.files.append((path, "unreadable", e.strerror))
+            plan.warnings.append(f"ctxd: {path}: {e.strerror}")
+            continue
+        from ctxd.activation.fileio import sha256_hex
+
+        status = trust.file_status(path, sha256_hex(data), environ)
+        plan.watch.append(trust.allow_file(path, environ))
+        plan.watch.append(trust.deny_file(path, environ))
+        if status != trust.ALLOWED:
+            plan.files.append((path, status, None))
+            d = os.path.dirname(path)
+            if status == trust.UNTRUSTED:
+                plan.warnings.append(UNTRUSTED_MSG.format(path=path, dir=_q(d)))
+            elif status == trust.CHANGED:
+                plan.warnings.append(CHANGED_MSG.format(path=path, dir=_q(d)))
+            continue
+        try:
+            parsed = contextrc.load(path)[0]
+        except ConfigError as e:
+            plan.files.append((path, status, e.message))
+            error = e.message
+            break
+        plan.files.append((path, status, None))
+        if parsed["unknown"]:
+            plan.warnings.append(f"ctxd: {path}: unknown keys ignored: {', '.join(parsed['unknown'])}")
+        layers.append((path, parsed))
+        if not parsed["inherit"]:
+            break
+
+    # Is the root trusted to put its own directories on PATH (and activate a venv)?
+    root_rc = os.path.join(root, contextrc.FILENAME)
+    plan.trusted = not trust.is_denied(root, environ) and (
+        any(p == root_rc for p, _ in layers)
+        or trust.dir_allowed(root, environ)
+        or trust.under_trusted_tree(root, list(cfg["trust"]["roots"]) + trust.trees(environ))
+    )
+    plan.watch.append(trust.allow_file(root, environ))
+    plan.watch.append(trust.deny_file(root, environ))
+    plan.watch.append(trust.tree_dir(environ))
+
+    if error:
+        # Nothing half applied: the environment stays at the clean snapshot.
+        plan.warnings.append(f"ctxd: {error}")
+        detectors.detect(root, base, plan, apply=False)
+        plan.notes.append("the .contextrc error above stops everything else from applying")
+        _finish(plan, environ, error=True)
+        return plan
+
+    enabled = {}
+    for _path, parsed in reversed(layers):
+        enabled.update(parsed["detect"])
+    probe = Plan(root)
+    detectors.detect(root, base, probe, enabled=enabled)
+    plan.types = probe.types
+    plan.watch.extend(probe.watch)
+    plan.notes.extend(probe.notes)
+    if plan.trusted:
+        plan.sets.extend(probe.sets)
+        plan.prepend.extend(probe.prepend)
+    elif probe.sets or probe.prepend:
+        what = ", ".join(sorted({s.split(":")[0] for _, _, s, _ in probe.sets} |
+                                {s.split(":")[0] for _, s in probe.prepend}))
+        plan.warnings.append(ROOT_MSG.format(root=_q(root), what=what))
+        plan.notes.append("detected environment withheld: root not trusted")
+
+    # .contextrc layers, farthest first so the nearest wins per key
+    running = dict(base)
+    for s in plan.sets:
+        running[s[0]] = s[1]
+    home = environ.get("HOME") or os.path.expanduser("~")
+    env_final = {}  # name -> (value, source), insertion order = first appearance
+    front, back = [], []
+    hooks = {"on_enter": None, "on_leave": None, "timeout": None}
+    ctx = {}
+    branch_layers = []
+    for path, parsed in reversed(layers):
+        d = os.path.dirname(path)
+        for name, value in parsed["env"]:
+            env_final[name] = (value, path, d)
+        front[:0] = [(contextrc.resolve_dir(e, d, home), path) for e in parsed["path"]["prepend"]]
+        back.extend((contextrc.resolve_dir(e, d, home), path) for e in parsed["path"]["append"])
+        for k in ("on_enter", "on_leave"):
+            if parsed["hooks"][k]:
+                hooks[k] = (parsed["hooks"][k], d)
+        if parsed["hooks"]["timeout"]:
+            hooks["timeout"] = parsed["hooks"]["timeout"]
+        ctx.update(parsed["context"])
+        for glob, spec in parsed["branch"]:
+            branch_layers.append((path, d, glob, spec))
+
+    if branch_layers:
+        branch, head = contextrc.git_branch(root)
+        plan.branch = branch
+        if head:
+            plan.watch.append(head)
+        if branch is not None:
+            from fnmatch import fnmatchcase
+
+            for path, d, glob, spec in branch_layers:
+                if fnmatchcase(branch, glob):
+                    src = f'{path} [branch."{glob}"]'
+                    for name, value in spec["env"]:
+                        env_final[name] = (value, src, d)
+                    front[:0] = [(contextrc.resolve_dir(e, d, home), src) for e in spec["path"]["prepend"]]
+                    back.extend((contextrc.resolve_dir(e, d, home), src) for e in spec["path"]["append"])
+
+    for name, (value, src, _d) in env_final.items():
+        if value is None:
+            plan.unset(name, src)
+            running.pop(name, None)
+        else:
+            value = contextrc.expand(value, running, home)
+            plan.set(name, value, src)
+            running[name] = value
+    plan.prepend[:0] = front
+    plan.append.extend(back)
+    if hooks["on_enter"]:
+        plan.on_enter = hooks["on_enter"][0]
+    if hooks["on_leave"]:
+        plan.on_leave = hooks["on_leave"][0]
+    if hooks["timeout"]:
+        plan.timeout = hooks["timeout"]
+    plan.context = ctx
+    _finish(plan, environ)
+    return plan
+
+
+def _finish(plan, environ, error=False):
+    root = plan.root
+    if plan.context.get("store") == "project":
+        ctx_dir = os.path.join(root, ".ctxd")
+    else:
+        ctx_dir = paths.context_dir(root, environ)
+    types = ",".join(t for t, _ in plan.types)
+    flags = []
+    if error:
+        flags.append("error")
+    elif any(st in (trust.UNTRUSTED, trust.CHANGED) for _, st, _ in plan.files):
+        flags.append("blocked")
+    elif not plan.trusted and "detected environment withheld: root not trusted" in plan.notes:
+        flags.append("untrusted")
+    name = os.path.basename(root.rstrip("/")) or "/"
+    plan.status = name + (f" ({types})" if types else "") + "".join(f" !{f}" for f in flags)
+    plan.set("CTXD_ROOT", root, "ctxd: project root")
+    plan.set("CTXD_TYPES", types, "ctxd: detected types")
+    plan.set("CTXD_CONTEXT_DIR", ctx_dir, "ctxd: conversation context")
+    plan.set("CTXD_STATUS", plan.status, "ctxd: prompt summary")
+
+
+def _q(path):
+    """Quote a path for the suggested command line only when it needs it."""
+    if path and all(c.isalnum() or c in "/._-+~@%,=" for c in path):
+        return path
+    return "'" + path.replace("'", "'\\''") + "'"

@@ -1,0 +1,138 @@
+"""Trust: which .contextrc files may apply, which project roots may touch PATH.
+
+Stored under the data directory as one small file per path (cheap to test on
+the hot path, atomic to change, visible to every terminal at its next prompt):
+
+    trust/allow/<sha256(real path)>   "file <sha256 of content>\\n<path>\\n" or "dir\\n<path>\\n"
+    trust/deny/<sha256(real path)>    "<path>\\n"   (survives edits of the file)
+
+A file is allowed only while its content hash matches the one allowed: any
+edit blocks it again until ``ctxd allow``. A deny wins over everything.
+"""
+
+import os
+
+from ctxd import paths
+from ctxd.activation.fileio import atomic_write, sha256_hex
+
+ALLOWED, DENIED, UNTRUSTED, CHANGED = "allowed", "denied", "untrusted", "changed"
+
+
+def _key(path):
+    return sha256_hex(os.path.realpath(path))
+
+
+def allow_file(path, environ=None):
+    return os.path.join(paths.trust_dir(environ), "allow", _key(path))
+
+
+def deny_file(path, environ=None):
+    return os.path.join(paths.trust_dir(environ), "deny", _key(path))
+
+
+def _read(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def file_status(path, content_sha, environ=None):
+    if os.path.exists(deny_file(path, environ)):
+        return DENIED
+    record = _read(allow_file(path, environ))
+    if record is None:
+        return UNTRUSTED
+    first = record.split("\n", 1)[0]
+    if first == f"file {content_sha}":
+        return ALLOWED
+    return CHANGED
+
+
+def is_denied(path, environ=None):
+    return os.path.exists(deny_file(path, environ))
+
+
+def dir_allowed(path, environ=None):
+    if os.path.exists(deny_file(path, environ)):
+        return False
+    record = _read(allow_file(path, environ))
+    return record is not None and record.startswith("dir\n")
+
+
+def under_trusted_tree(root, trees):
+    """True when *root* lies in one of *trees* and belongs to this user."""
+    if not trees:
+        return False
+    real = os.path.realpath(root)
+    for t in trees:
+        t = os.path.realpath(os.path.expanduser(t))
+        if real == t or real.startswith(t.rstrip("/") + "/"):
+            try:
+                return os.stat(real).st_uid == os.getuid()
+            except OSError:
+                return False
+    return False
+
+
+def allow(path, content_sha=None, environ=None):
+    """Trust a .contextrc (with its content hash) or, without one, a directory."""
+    real = os.path.realpath(path)
+    try:
+        os.unlink(deny_file(path, environ))
+    except FileNotFoundError:
+        pass
+    body = f"file {content_sha}\n{real}\n" if content_sha else f"dir\n{real}\n"
+    atomic_write(allow_file(path, environ), body)
+
+
+def deny(path, environ=None):
+    real = os.path.realpath(path)
+    atomic_write(deny_file(path, environ), f"{real}\n")
+    try:
+        os.unlink(allow_file(path, environ))
+    except FileNotFoundError:
+        pass
+
+
+def tree_dir(environ=None):
+    return os.path.join(paths.trust_dir(environ), "tree")
+
+
+def trees(environ=None):
+    """Trees trusted with `ctxd allow --tree` (config.toml [trust] roots adds more)."""
+    d = tree_dir(environ)
+    out = []
+    try:
+        entries = os.listdir(d)
+    except OSError:
+        return out
+    for name in entries:
+        if name.startswith("."):
+            continue
+        record = _read(os.path.join(d, name))
+        if record:
+            out.append(record.strip("\n"))
+    return out
+
+
+def add_tree(path, environ=None):
+    real = os.path.realpath(path)
+    atomic_write(os.path.join(tree_dir(environ), sha256_hex(real)), f"{real}\n")
+
+
+def remove_tree(path, environ=None):
+    try:
+        os.unlink(os.path.join(tree_dir(environ), sha256_hex(os.path.realpath(path))))
+        return True
+    except FileNotFoundError:
+        return False
+
+
+def revoke(path, environ=None):
+    for f in (allow_file(path, environ), deny_file(path, environ)):
+        try:
+            os.unlink(f)
+        except FileNotFoundError:
+            pass
