@@ -50,6 +50,15 @@ def build(root, base, environ):
         status = trust.file_status(path, sha256_hex(data), environ)
         plan.watch.append(trust.allow_file(path, environ))
         plan.watch.append(trust.deny_file(path, environ))
+        if status == trust.CHANGED:
+            # The user edited a file they trusted: a mistake in it deserves its
+            # location now, not only once they run `ctxd allow`.
+            try:
+                contextrc.load(path)
+            except ConfigError as e:
+                plan.files.append((path, status, e.message))
+                error = e.message
+                break
         if status != trust.ALLOWED:
             plan.files.append((path, status, None))
             d = os.path.dirname(path)
