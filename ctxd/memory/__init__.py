@@ -1,0 +1,1 @@
+"""The conversation side: store, redaction, token estimates, context rendering."""

@@ -1,0 +1,82 @@
+"""Which project (and which context directory) a directory belongs to."""
+
+import os
+
+from ctxd import paths
+
+
+class Project:
+    __slots__ = ("root", "context_dir", "settings", "config")
+
+    def __init__(self, root, context_dir, settings, config):
+        self.root = root
+        self.context_dir = context_dir
+        self.settings = settings  # merged trusted .contextrc [context] table
+        self.config = config  # parsed config.toml (with "raw")
+
+
+def _git_root(start):
+    d = start
+    while True:
+        if os.path.exists(os.path.join(d, ".git")):
+            return d
+        if d in ("/", ""):
+            return None
+        d = os.path.dirname(d)
+
+
+def locate(cwd=None, environ=None):
+    """The project for *cwd*: the ctxd root (markers), else the git root, else cwd itself."""
+    from ctxd.activation import config, planner
+    from ctxd.activation.detectors import find_root
+    from ctxd.errors import ConfigError
+
+    environ = dict(os.environ) if environ is None else environ
+    if cwd is None:
+        from ctxd.activation.export import logical_pwd
+
+        cwd = logical_pwd(environ)
+    cwd = os.path.abspath(cwd)
+    root = find_root(cwd) or _git_root(cwd) or cwd
+    try:
+        cfg = config.load(environ)
+    except ConfigError:
+        cfg = dict(config.DEFAULTS, raw={})
+    plan = planner.build(root, dict(environ), environ)
+    ctx_dir = None
+    for name, value, _src, _o in plan.sets:
+        if name == "CTXD_CONTEXT_DIR":
+            ctx_dir = value
+    return Project(root, ctx_dir or paths.context_dir(root, environ), plan.context, cfg)
+
+
+def exclude_from_git(project):
+    """Keep a project-local store (<root>/.ctxd) out of git via .git/info/exclude."""
+    if os.path.dirname(project.context_dir) != project.root:
+        return
+    git = os.path.join(project.root, ".git")
+    if not os.path.isdir(git):
+        return
+    exclude = os.path.join(git, "info", "exclude")
+    line = "/" + os.path.basename(project.context_dir) + "/"
+    try:
+        with open(exclude, encoding="utf-8") as f:
+            if line in (l.strip() for l in f):
+                return
+    except FileNotFoundError:
+        pass
+    os.makedirs(os.path.dirname(exclude), exist_ok=True)
+    with open(exclude, "a", encoding="utf-8") as f:
+        f.write(f"\n# ctxd conversation store\n{line}\n")
+
+
+def open_store(project, *, redact=True, create=True):
+    from ctxd.memory import redact as redact_mod
+    from ctxd.memory.store import DEFAULT_OFFLOAD, Store
+
+    raw = project.config.get("raw", {}) if isinstance(project.config, dict) else {}
+    threshold = (raw.get("store") or {}).get("offload_threshold", DEFAULT_OFFLOAD) if isinstance(raw, dict) else DEFAULT_OFFLOAD
+    redactor = redact_mod.from_config(raw) if redact else None
+    if create:
+        exclude_from_git(project)
+    return Store(project.context_dir, redactor=redactor, offload_threshold=int(threshold), create=create)

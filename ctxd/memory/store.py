@@ -1,0 +1,368 @@
+"""The per-project conversation store: SQLite (WAL, FTS5 trigram), files 0600.
+
+One database per project at ``<context dir>/store.db``. Every message is
+redacted before it is stored; a content larger than the offload threshold is
+written (redacted) to ``outputs/<hash>.txt`` and the row keeps a head/tail
+preview naming that file. Imports are idempotent through a unique ``dedup``
+key per message. The schema is versioned with ``PRAGMA user_version`` and
+migrated forward on open.
+"""
+
+import os
+import sqlite3
+import time
+
+from ctxd.activation.fileio import atomic_write, sha256_hex
+from ctxd.errors import CtxdError, ExitCode
+from ctxd.memory import tokens
+
+ROLES = ("user", "assistant", "system", "tool")
+DB_NAME = "store.db"
+OUTPUTS = "outputs"
+DEFAULT_OFFLOAD = 8192  # characters
+PREVIEW_HEAD = 1000
+PREVIEW_TAIL = 1000
+
+MIGRATIONS = [
+    # 1: messages, full-text index, transcript offsets
+    """
+    CREATE TABLE IF NOT EXISTS messages(
+        id INTEGER PRIMARY KEY,
+        session TEXT NOT NULL DEFAULT '',
+        role TEXT NOT NULL CHECK (role IN ('user','assistant','system','tool')),
+        content TEXT NOT NULL,
+        ts REAL NOT NULL,
+        importance REAL NOT NULL DEFAULT 0.5 CHECK (importance >= 0 AND importance <= 1),
+        source TEXT NOT NULL DEFAULT 'cli',
+        tokens INTEGER NOT NULL DEFAULT 0,
+        output_path TEXT,
+        output_chars INTEGER,
+        dedup TEXT UNIQUE
+    );
+    CREATE INDEX IF NOT EXISTS messages_session ON messages(session, id);
+    CREATE INDEX IF NOT EXISTS messages_ts ON messages(ts);
+    CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(
+        content, content='messages', content_rowid='id', tokenize='trigram');
+    CREATE TRIGGER IF NOT EXISTS messages_ai AFTER INSERT ON messages BEGIN
+        INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content);
+    END;
+    CREATE TRIGGER IF NOT EXISTS messages_ad AFTER DELETE ON messages BEGIN
+        INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.id, old.content);
+    END;
+    CREATE TABLE IF NOT EXISTS offsets(
+        path TEXT PRIMARY KEY,
+        offset INTEGER NOT NULL,
+        head TEXT NOT NULL DEFAULT '',
+        updated REAL NOT NULL
+    );
+    """,
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class StoreError(CtxdError):
+    exit_code = ExitCode.ERROR
+
+
+class StoreCorrupt(StoreError):
+    pass
+
+
+class Message:
+    __slots__ = ("id", "session", "role", "content", "ts", "importance", "source", "tokens",
+                 "output_path", "output_chars")
+
+    def __init__(self, row):
+        for k in self.__slots__:
+            setattr(self, k, row[k])
+
+    def to_json(self):
+        d = {k: getattr(self, k) for k in self.__slots__}
+        d["time"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.ts))
+        return d
+
+
+def _private(path):
+    try:
+        os.chmod(path, 0o600)
+    except OSError:
+        pass
+
+
+class Store:
+    def __init__(self, context_dir, *, redactor=None, offload_threshold=DEFAULT_OFFLOAD, create=True):
+        self.dir = context_dir
+        self.path = os.path.join(context_dir, DB_NAME)
+        self.redactor = redactor
+        self.offload_threshold = offload_threshold
+        if not create and not os.path.exists(self.path):
+            raise StoreError(f"no conversation store yet at {self.path}", ExitCode.NOT_FOUND)
+        os.makedirs(context_dir, mode=0o700, exist_ok=True)
+        self.db = self._connect()
+
+    # -- opening --------------------------------------------------------------
+    def _connect(self):
+        old_umask = os.umask(0o077)  # the db, -wal and -shm files are born 0600
+        try:
+            db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            db.row_factory = sqlite3.Row
+            db.execute("PRAGMA busy_timeout = 30000")
+            mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if mode.lower() != "wal":
+                db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")
+            self._migrate(db)
+        except sqlite3.DatabaseError as e:
+            raise StoreCorrupt(
+                f"the conversation store {self.path} is corrupt ({e}). Nothing was changed. "
+                f"Recover what can be read with: ctxd chat recover (the damaged file is kept)"
+            ) from None
+        finally:
+            os.umask(old_umask)
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(self.path + suffix):
+                _private(self.path + suffix)
+        return db
+
+    def _migrate(self, db):
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise StoreError(f"{self.path} was written by a newer ctxd (schema {version}); upgrade ctxd")
+        if version == SCHEMA_VERSION:
+            return
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            for v in range(version, SCHEMA_VERSION):
+                for stmt in _statements(MIGRATIONS[v]):
+                    db.execute(stmt)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def close(self):
+        self.db.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- writing --------------------------------------------------------------
+    def prepare(self, content, redact=True):
+        """(stored content, output_path, output_chars): redacted, offloaded if huge."""
+        if redact and self.redactor is not None:
+            content, _ = self.redactor(content)
+        if len(content) <= self.offload_threshold:
+            return content, None, None
+        digest = sha256_hex(content)[:24]
+        rel = os.path.join(OUTPUTS, f"{digest}.txt")
+        full = os.path.join(self.dir, rel)
+        if not os.path.exists(full):
+            atomic_write(full, content, mode=0o600)
+        omitted = len(content) - PREVIEW_HEAD - PREVIEW_TAIL
+        preview = (f"{content[:PREVIEW_HEAD]}\n[... {omitted} characters omitted; full output "
+                   f"({len(content)} characters): {full} ...]\n{content[-PREVIEW_TAIL:]}")
+        return preview, full, len(content)
+
+    def add(self, role, content, *, session="", source="cli", importance=0.5, ts=None, dedup=None,
+            redact=True):
+        """Store one message; return its id, or None when *dedup* was seen before."""
+        ids = self.add_many([dict(role=role, content=content, session=session, source=source,
+                                  importance=importance, ts=ts, dedup=dedup)], redact=redact)
+        return ids[0] if ids else None
+
+    def add_many(self, messages, redact=True):
+        """Store messages in one transaction; return the ids of those added."""
+        rows = []
+        for m in messages:
+            role = m["role"]
+            if role not in ROLES:
+                raise StoreError(f"unknown role {role!r} (one of {', '.join(ROLES)})", ExitCode.USAGE)
+            imp = float(m.get("importance", 0.5) if m.get("importance") is not None else 0.5)
+            if not 0.0 <= imp <= 1.0:
+                raise StoreError(f"importance must be between 0 and 1 (got {imp})", ExitCode.USAGE)
+            content, out_path, out_chars = self.prepare(m["content"], redact=redact)
+            rows.append((m.get("session") or "", role, content, float(m.get("ts") or time.time()), imp,
+                         m.get("source") or "cli", tokens.estimate(content), out_path, out_chars,
+                         m.get("dedup")))
+        added = []
+        if not rows:
+            return added
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            for r in rows:
+                cur = self.db.execute(
+                    "INSERT INTO messages(session, role, content, ts, importance, source, tokens, output_path,"
+                    " output_chars, dedup) VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(dedup) DO NOTHING", r)
+                if cur.rowcount:
+                    added.append(cur.lastrowid)
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        return added
+
+    # -- reading --------------------------------------------------------------
+    def count(self):
+        return self.db.execute("SELECT count(*) FROM messages").fetchone()[0]
+
+    def get(self, mid):
+        row = self.db.execute("SELECT * FROM messages WHERE id = ?", (mid,)).fetchone()
+        return Message(row) if row else None
+
+    def recent(self, n=20, session=None):
+        """The last *n* messages, oldest first."""
+        if session is None:
+            rows = self.db.execute("SELECT * FROM messages ORDER BY id DESC LIMIT ?", (n,)).fetchall()
+        else:
+            rows = self.db.execute("SELECT * FROM messages WHERE session = ? ORDER BY id DESC LIMIT ?",
+                                   (session, n)).fetchall()
+        return [Message(r) for r in reversed(rows)]
+
+    def iter_all(self, session=None, batch=1000):
+        last = 0
+        while True:
+            if session is None:
+                rows = self.db.execute("SELECT * FROM messages WHERE id > ? ORDER BY id LIMIT ?",
+                                       (last, batch)).fetchall()
+            else:
+                rows = self.db.execute("SELECT * FROM messages WHERE id > ? AND session = ? ORDER BY id LIMIT ?",
+                                       (last, session, batch)).fetchall()
+            if not rows:
+                return
+            for r in rows:
+                yield Message(r)
+            last = rows[-1]["id"]
+
+    def search(self, query, limit=20):
+        """Full-text search (trigram: works for CJK too); newest first."""
+        query = query.strip()
+        if not query:
+            return []
+        if len(query) >= 3:
+            phrase = '"' + query.replace('"', '""') + '"'
+            rows = self.db.execute(
+                "SELECT m.* FROM messages_fts f JOIN messages m ON m.id = f.rowid "
+                "WHERE messages_fts MATCH ? ORDER BY m.id DESC LIMIT ?", (phrase, limit)).fetchall()
+        else:  # trigrams need 3 characters; short queries scan
+            like = "%" + query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            rows = self.db.execute("SELECT * FROM messages WHERE content LIKE ? ESCAPE '\\' ORDER BY id DESC "
+                                   "LIMIT ?", (like, limit)).fetchall()
+        return [Message(r) for r in rows]
+
+    def sessions(self):
+        return [r[0] for r in self.db.execute(
+            "SELECT session FROM messages GROUP BY session ORDER BY max(id) DESC").fetchall()]
+
+    # -- deleting -------------------------------------------------------------
+    def forget(self, *, mid=None, before=None, session=None, everything=False):
+        """Delete messages (and their offloaded files); return how many."""
+        if everything:
+            where, args = "1", ()
+        elif mid is not None:
+            where, args = "id = ?", (mid,)
+        elif before is not None:
+            where, args = "ts < ?", (before,)
+        elif session is not None:
+            where, args = "session = ?", (session,)
+        else:
+            raise StoreError("say what to forget: --id, --before, --session or --all", ExitCode.USAGE)
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            paths_ = [r[0] for r in self.db.execute(
+                f"SELECT output_path FROM messages WHERE {where} AND output_path IS NOT NULL", args)]
+            n = self.db.execute(f"DELETE FROM messages WHERE {where}", args).rowcount
+            still = {r[0] for r in self.db.execute(
+                "SELECT output_path FROM messages WHERE output_path IS NOT NULL")} if paths_ else set()
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        for p in set(paths_) - still:  # an identical output may be shared by another message
+            try:
+                os.unlink(p)
+            except FileNotFoundError:
+                pass
+        return n
+
+    # -- transcript offsets ---------------------------------------------------
+    def get_offset(self, path):
+        row = self.db.execute("SELECT offset, head FROM offsets WHERE path = ?", (path,)).fetchone()
+        return (row[0], row[1]) if row else (0, "")
+
+    def set_offset(self, path, offset, head):
+        self.db.execute("INSERT INTO offsets(path, offset, head, updated) VALUES (?,?,?,?) "
+                        "ON CONFLICT(path) DO UPDATE SET offset = excluded.offset, head = excluded.head, "
+                        "updated = excluded.updated", (path, offset, head, time.time()))
+
+    def integrity(self):
+        return self.db.execute("PRAGMA integrity_check").fetchone()[0]
+
+
+def _statements(script):
+    buf = []
+    for line in script.strip().splitlines():
+        buf.append(line)
+        joined = "\n".join(buf)
+        if line.rstrip().endswith(";") and sqlite3.complete_statement(joined):
+            yield joined
+            buf = []
+    if buf and "\n".join(buf).strip():
+        yield "\n".join(buf)
+
+
+def recover(context_dir):
+    """Move a damaged store aside and salvage every readable message into a new one.
+
+    Returns (salvaged count, failed ranges, backup path). Nothing is deleted.
+    """
+    path = os.path.join(context_dir, DB_NAME)
+    if not os.path.exists(path):
+        raise StoreError(f"no store at {path}", ExitCode.NOT_FOUND)
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    backup = f"{path}.corrupt-{stamp}"
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(path + suffix):
+            os.replace(path + suffix, backup + suffix)
+    salvaged, lost = [], 0
+    try:
+        old = sqlite3.connect(f"file:{backup}?mode=ro", uri=True)
+        old.row_factory = sqlite3.Row
+        try:
+            hi = old.execute("SELECT max(id) FROM messages").fetchone()[0] or 0
+        except sqlite3.DatabaseError:
+            hi = 10**7
+        step = 500
+        for lo in range(1, hi + 1, step):
+            try:
+                salvaged += [dict(r) for r in old.execute(
+                    "SELECT * FROM messages WHERE id BETWEEN ? AND ?", (lo, lo + step - 1))]
+            except sqlite3.DatabaseError:
+                for i in range(lo, lo + step):
+                    try:
+                        salvaged += [dict(r) for r in old.execute("SELECT * FROM messages WHERE id = ?", (i,))]
+                    except sqlite3.DatabaseError:
+                        lost += 1
+        old.close()
+    except sqlite3.DatabaseError:
+        pass
+    new = Store(context_dir)
+    new.db.execute("BEGIN IMMEDIATE")
+    for r in salvaged:
+        try:
+            new.db.execute(
+                "INSERT INTO messages(id, session, role, content, ts, importance, source, tokens, output_path,"
+                " output_chars, dedup) VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
+                (r.get("id"), r.get("session") or "", r.get("role") if r.get("role") in ROLES else "system",
+                 r.get("content") or "", r.get("ts") or 0.0, min(max(float(r.get("importance") or 0.5), 0), 1),
+                 r.get("source") or "recovered", r.get("tokens") or 0, r.get("output_path"),
+                 r.get("output_chars"), r.get("dedup")))
+        except (sqlite3.DatabaseError, TypeError, ValueError):
+            lost += 1
+    new.db.execute("COMMIT")
+    new.close()
+    return len(salvaged), lost, backup
