@@ -117,8 +117,11 @@ def edit(directory):
         try:
             allow_rc(path, data)
         except ConfigError as e:
+            if not click.get_text_stream("stdin").isatty():
+                # one line, as for every error: where the mistake is, and that nothing was allowed
+                raise CtxdError(f"{e.message} (not allowed)", e.exit_code) from None
             click.echo(f"ctxd: {e.message}", err=True)
-            if click.get_text_stream("stdin").isatty() and click.confirm("Edit again?", default=True):
+            if click.confirm("Edit again?", default=True):
                 continue
             raise CtxdError(f"{path} was not allowed (invalid)", e.exit_code) from None
         click.echo(f"ctxd: allowed {path}")
