@@ -39,6 +39,8 @@ def sessions(home):
         kwargs.setdefault("home", home)
         s = ShellSession(shell, kwargs.pop("home"), **kwargs)
         opened.append(s)
+        # each command waits for its end marker and the prompt anyway
+        s.child.delaybeforesend = None
         return s
 
     yield start
