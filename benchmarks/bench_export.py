@@ -131,12 +131,14 @@ def scenarios(home, proj, plain, hook_argv):
 
 
 def time_hyperfine(commands, cwd, env, runs, warmup, chunks=5):
-    """{name: [seconds]} via hyperfine --shell=none.
+    """({name: [wall seconds]}, {name: [cpu seconds]}) via hyperfine --shell=none.
 
     hyperfine runs all of one command, then all of the next: on a busy
     machine drift lands on one command. So the runs go in *chunks* passes.
+    CPU time (user + system) is hyperfine's mean per pass.
     """
     times = {name: [] for name, _ in commands}
+    cpu = {name: [] for name, _ in commands}
     per = max(1, -(-runs // chunks))
     fd, out = tempfile.mkstemp(suffix=".json")
     os.close(fd)
@@ -150,22 +152,29 @@ def time_hyperfine(commands, cwd, env, runs, warmup, chunks=5):
             with open(out) as f:
                 for r in json.load(f)["results"]:
                     times[r["command"]].extend(r["times"])
-        return times
+                    cpu[r["command"]].append(r["user"] + r["system"])
+        return times, cpu
     finally:
         os.unlink(out)
 
 
 def time_loop(commands, cwd, env, runs, warmup):
-    """{name: [seconds]}, interleaving the commands run by run."""
+    """Like time_hyperfine, interleaving the commands run by run (CPU from getrusage)."""
+    import resource
+
     times = {name: [] for name, _ in commands}
+    cpu = {name: [] for name, _ in commands}
     for i in range(warmup + runs):
         for name, cmd in commands:
+            r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
             subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             dt = time.perf_counter() - t0
+            r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
             if i >= warmup:
                 times[name].append(dt)
-    return times
+                cpu[name].append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
+    return times, cpu
 
 
 # -- importtime ----------------------------------------------------------------
@@ -263,6 +272,7 @@ def main():
 
     tmp = tempfile.mkdtemp(prefix="ctxd-bench-export-")
     results = {}
+    cpu = {}
     imports = {}
     try:
         home, proj, plain = build(tmp)
@@ -277,7 +287,7 @@ def main():
                                      f"{r.stderr.decode(errors='replace')[-500:]}")
                 out[name] = len(r.stdout)
             noop = "prints nothing" if out["hook argv"] == 0 else f"prints {out['hook argv']} bytes"
-            results[key] = timer(commands, cwd, env, args.runs, args.warmup)
+            results[key], cpu[key] = timer(commands, cwd, env, args.runs, args.warmup)
             print(f"  {label}: done (export {noop})", flush=True)
             script_run = script_argv[1:] if args.ctxd_src else script_argv
             trace = [py, "-X", "importtime"]
@@ -338,8 +348,18 @@ def main():
               f"{cells[0]:>12}{cells[1]:>13}{hook / floor:>11.2f}x")
         if "ctxd on PATH" in m:
             print(f"{'  (ctxd on PATH: ' + fmt_ms(m['ctxd on PATH']) + ' ms)':<32}")
+    print()
+    print("CPU time (user + system, mean ms): steadier than wall time on a busy machine")
+    print(head)
+    for key, label in SCENARIOS:
+        c = {n: statistics.mean(v) for n, v in cpu[key].items()}
+        ref, floor = c["python -c pass"], c["python -I -S -c pass"]
+        print(f"{label:<32}{fmt_ms(ref):>8}{fmt_ms(floor):>7}{fmt_ms(c['hook argv']):>7}"
+              f"{fmt_ms(c['ctxd script']):>8}{c['hook argv'] / ref:>11.2f}x{c['ctxd script'] / ref:>12.2f}x"
+              f"{c['hook argv'] / floor:>11.2f}x")
+    print()
     missed = [f"{n} ({label})" for label, n, ok in verdicts if not ok]
-    print(f"targets: {len(verdicts) - len(missed)}/{len(verdicts)} met"
+    print(f"targets (wall medians): {len(verdicts) - len(missed)}/{len(verdicts)} met"
           + (f"; missed: {', '.join(missed)}" if missed else ""))
     med = {k: {n: statistics.median(v) for n, v in results[k].items()} for k, _ in SCENARIOS}
     vs_floor = [med[k]["hook argv"] / med[k]["python -I -S -c pass"] for k, _ in SCENARIOS]
