@@ -110,6 +110,8 @@ def build(root, base, environ):
     if plan.trusted:
         plan.sets.extend(probe.sets)
         plan.prepend.extend(probe.prepend)
+    elif trust.is_denied(root, environ):
+        plan.notes.append("detected environment withheld: you denied this root (ctxd allow undoes it)")
     elif probe.sets or probe.prepend:
         what = ", ".join(sorted({s.split(":")[0] for _, _, s, _ in probe.sets} |
                                 {s.split(":")[0] for _, s in probe.prepend}))
