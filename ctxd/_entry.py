@@ -1,8 +1,9 @@
 """Console-script entry point.
 
 ``ctxd export`` is the hot path (every directory change), so it is dispatched
-here before click or anything heavy is imported; every other command goes to
-the click app in ``ctxd.cli``.
+here before click or anything heavy is imported, and so is ``ctxd chat hook``
+(AI CLIs run it on every prompt); every other command goes to the click app
+in ``ctxd.cli``.
 """
 
 import os
@@ -66,6 +67,10 @@ def export_main(argv=None):
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "export":
         export_main(sys.argv[2:])
+    if sys.argv[1:3] == ["chat", "hook"] and len(sys.argv) > 3 and sys.argv[3] not in ("-h", "--help"):
+        from ctxd.integrations.hooks import main as hook_main  # AI CLI hooks: no click either
+
+        sys.exit(hook_main(sys.argv[3:]))
     from ctxd.cli import main as cli_main
 
     cli_main()

@@ -198,3 +198,6 @@ def recover():
     n, lost, backup = store_mod.recover(p.context_dir)
     click.echo(f"ctxd: recovered {n} messages into a new store; {lost} unreadable; the damaged file is kept "
                f"as {backup}")
+
+
+from ctxd.commands import chat_hooks as _chat_hooks  # noqa: E402,F401  (adds `chat hook` and `chat install`)

@@ -1,0 +1,62 @@
+"""ctxd chat hook / ctxd chat install: the AI CLI integrations.
+
+``ctxd chat hook TOOL`` is normally dispatched by ``ctxd._entry`` before click
+is imported (it runs on every prompt); this click command is the same code,
+reached through ``python -m ctxd`` or ``--help``.
+"""
+
+import sys
+
+import click
+
+from ctxd.commands.chat import chat
+
+
+@chat.command(context_settings={"ignore_unknown_options": True})
+@click.argument("tool", required=False)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def hook(tool, args):
+    """Run as an AI CLI hook: TOOL is claude, gemini or codex (payload JSON on stdin),
+    or codex-notify (payload JSON as the argument, as Codex's notify passes it).
+
+    Always exits 0: whatever goes wrong is written to the ctxd log file, and
+    nothing is injected (for gemini: `{}`, as it reads stdout as JSON only).
+    """
+    if tool is None:
+        from ctxd.integrations.hooks import USAGE
+
+        click.echo(USAGE, err=True)
+        sys.exit(2)
+    from ctxd.integrations.hooks import main
+
+    sys.exit(main([tool, *args]))
+
+
+@chat.command()
+@click.argument("tool", type=click.Choice(["claude", "gemini", "codex"]))
+@click.option("--project", "scope", flag_value="project", default=True,
+              help="The project's settings (<root>/.claude/settings.json, .gemini/settings.json, "
+                   ".codex/hooks.json). The default.")
+@click.option("--user", "scope", flag_value="user",
+              help="Your user settings (~/.claude, ~/.gemini, ~/.codex; with codex also notify in config.toml).")
+@click.option("--uninstall", is_flag=True, help="Remove ctxd's entries (and only those).")
+def install(tool, scope, uninstall):
+    """Add ctxd's hooks to an AI CLI's settings, so its conversations are recorded and each
+    session starts with the project's context.
+
+    Other settings and hooks are kept as they are; installing twice is the
+    same as once. A settings file that is not valid JSON is left untouched.
+    """
+    from ctxd.integrations import install as inst
+
+    root = None
+    if scope == "project":
+        from ctxd.memory.project import locate
+
+        root = locate().root
+    if uninstall:
+        lines = inst.uninstall(tool, scope, root)
+    else:
+        lines = inst.install(tool, scope, root)
+    for line in lines:
+        click.echo(line)

@@ -1,0 +1,1 @@
+"""Adapters for AI CLIs: hook handlers, transcript importers, settings installers."""

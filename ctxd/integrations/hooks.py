@@ -1,0 +1,344 @@
+"""AI CLI hook adapters: ``ctxd chat hook claude|gemini|codex|codex-notify``.
+
+Claude Code, Gemini CLI and Codex run these as hook commands: a JSON payload
+on stdin (Codex's ``notify`` program gets it as its one argument instead).
+The project is found from the payload's ``cwd``. What each event does:
+
+- SessionStart: inject the project's context (at most ``CONTEXT_LIMIT``
+  characters) as ``hookSpecificOutput.additionalContext``; nothing when the
+  store is empty.
+- a submitted prompt (Claude/Codex UserPromptSubmit, Gemini BeforeAgent):
+  record it as a user message.
+- Gemini AfterAgent: record the response as an assistant message.
+- end of turn / compaction / end of session (Stop, SubagentStop, PreCompact,
+  SessionEnd; Gemini PreCompress, SessionEnd): import what the transcript
+  gained since the last import.
+- codex-notify (``agent-turn-complete``): record the turn's input messages and
+  the last assistant message.
+
+A hook never fails the AI CLI: whatever goes wrong (bad JSON, no cwd, a
+corrupt store, a bug), it exits 0 having injected nothing, and the reason goes
+to the ctxd log file with its traceback. Gemini CLI reads stdout as JSON only,
+so for Gemini exactly one JSON object is printed every time (``{}`` when
+there is nothing to add).
+
+This module is on the hook's hot path: it imports nothing but the standard
+library at the top, and never imports click (``ctxd._entry`` dispatches
+``chat hook`` here before the click app is loaded).
+"""
+
+import json
+import os
+import sys
+
+CONTEXT_LIMIT = 10_000  # characters; Claude Code passes ~10K whole and cuts larger to a preview
+TOOLS = ("claude", "gemini", "codex", "codex-notify")
+USAGE = "usage: ctxd chat hook claude|gemini|codex  (payload on stdin) | ctxd chat hook codex-notify JSON"
+
+
+class HookError(Exception):
+    """A payload the hook cannot use: logged, never shown to the AI CLI."""
+
+
+# -- the context injected at session start ------------------------------------
+
+def session_context(project, store, limit_chars=CONTEXT_LIMIT):
+    """The context a new session starts with: at most *limit_chars* characters, "" when empty.
+
+    For now this is context.md as ``ctxd.memory.render`` renders it; when it is
+    too long the oldest turns are left out (whole turns, the newest kept) and a
+    last line says where the full file is. The context engine replaces this.
+    """
+    from ctxd.memory import render
+
+    if store.count() == 0:
+        return ""
+    text = render.render(store, project.root)
+    if len(text) <= limit_chars:
+        return text
+    full = os.path.join(store.dir, render.FILENAME)
+    if not os.path.exists(full):
+        render.write(store, project.root)
+    note = (f"\n[ctxd: older turns are left out here to stay within {limit_chars} characters; "
+            f"the full context is in {full}; search every turn with: ctxd chat search QUERY]\n")
+    budget = render.TOTAL_CHARS
+    for _ in range(8):  # fewer turns until it fits (each pass drops at least the excess)
+        excess = len(text) + len(note) - limit_chars
+        if excess <= 0:
+            return text.rstrip("\n") + "\n" + note
+        budget -= excess
+        if budget <= 0:
+            break
+        text = render.render(store, project.root, max_chars=budget)
+    # A single turn (or header) too long for the budget: cut at a line boundary.
+    room = limit_chars - len(note)
+    cut = text[:room]
+    nl = cut.rfind("\n")
+    if nl > room // 2:
+        cut = cut[: nl + 1]
+    return cut.rstrip("\n") + "\n" + note
+
+
+def _start_output(text):
+    if not text:
+        return None
+    return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
+
+
+# -- helpers -------------------------------------------------------------------
+
+def _sha(text):
+    from ctxd.activation.fileio import sha256_hex
+
+    return sha256_hex(text)
+
+
+def _str(payload, key):
+    v = payload.get(key)
+    return v if isinstance(v, str) else ""
+
+
+def _project(payload):
+    cwd = payload.get("cwd")
+    if not isinstance(cwd, str) or not cwd.strip():
+        raise HookError("the payload has no cwd")
+    from ctxd.memory.project import locate
+
+    return locate(os.path.abspath(cwd))
+
+
+def _store_exists(project):
+    from ctxd.memory.store import DB_NAME
+
+    return os.path.exists(os.path.join(project.context_dir, DB_NAME))
+
+
+def _open(project, create=True):
+    from ctxd.memory.project import open_store
+
+    return open_store(project, create=create)
+
+
+def _rerender(store, project):
+    from ctxd.memory import render
+
+    render.write(store, project.root)
+
+
+def _dedup_exists(store, key):
+    return store.db.execute("SELECT 1 FROM messages WHERE dedup = ?", (key,)).fetchone() is not None
+
+
+def _nth_key(store, make):
+    """make(k) for the first k (1, 2, ...) not stored yet: 1 + how many are stored already.
+
+    Probing the keys (rather than comparing contents) counts the same prompt
+    however it was stored, redacted or offloaded, by a hook or by an import.
+    """
+    k = 1
+    while _dedup_exists(store, make(k)):
+        k += 1
+    return make(k)
+
+
+def _record(project, messages):
+    """Store messages (dicts for Store.add_many); re-render context.md when any was new."""
+    messages = [m for m in messages if m["content"].strip()]
+    if not messages:
+        return 0
+    with _open(project) as store:
+        prompt = [m for m in messages if callable(m.get("dedup"))]
+        for m in prompt:  # dedup keys that depend on what is stored already
+            m["dedup"] = m["dedup"](store)
+        added = store.add_many(messages)
+        if added:
+            _rerender(store, project)
+    return len(added)
+
+
+def _import(project, payload, fmt):
+    path = payload.get("transcript_path")
+    if not isinstance(path, str) or not path:
+        return None
+    path = os.path.expanduser(path)
+    if not os.path.isfile(path):
+        raise HookError(f"the transcript {path} does not exist")
+    from ctxd.integrations.importers import import_transcript
+
+    with _open(project) as store:
+        added, _malformed = import_transcript(store, path, fmt)
+        if added:
+            _rerender(store, project)
+    return None
+
+
+# -- event handlers ---------------------------------------------------------------
+# Each takes (tool, payload) and returns the JSON object to print, or None.
+
+def on_session_start(tool, payload):
+    project = _project(payload)
+    if not _store_exists(project):  # never create a store just to read it
+        return None
+    with _open(project, create=False) as store:
+        return _start_output(session_context(project, store, CONTEXT_LIMIT))
+
+
+def _prompt_key(tool, payload, session, text):
+    if tool == "claude":
+        from ctxd.integrations.importers import claude_prompt_dedup
+
+        return lambda store: _nth_key(store, lambda k: claude_prompt_dedup(session, text, k))
+    if tool == "codex":
+        turn = payload.get("turn_id")
+        if isinstance(turn, str) and turn:
+            # The key codex-notify gives the turn's first input message: one record, whichever runs.
+            return f"codex:{session}:{turn}:user:0"
+    digest = _sha(text)[:32]
+    return lambda store: _nth_key(store, lambda k: f"{tool}-hook:{session}:user:{digest}:{k}")
+
+
+def on_prompt(tool, payload):
+    text = _str(payload, "prompt")
+    project = _project(payload)
+    session = _str(payload, "session_id")
+    _record(project, [dict(role="user", content=text, session=session, source=tool,
+                           dedup=_prompt_key(tool, payload, session, text))])
+    return None
+
+
+def on_gemini_response(tool, payload):
+    response = _str(payload, "prompt_response")
+    project = _project(payload)
+    session = _str(payload, "session_id")
+    key = f"gemini-hook:{session}:{_sha(_str(payload, 'prompt') + chr(0) + response)[:32]}"
+    _record(project, [dict(role="assistant", content=response, session=session, source=tool, dedup=key)])
+    return None
+
+
+def on_transcript(tool, payload):
+    return _import(_project(payload), payload, tool)
+
+
+EVENTS = {
+    "claude": {
+        "SessionStart": on_session_start,
+        "UserPromptSubmit": on_prompt,
+        "Stop": on_transcript,
+        "SubagentStop": on_transcript,
+        "PreCompact": on_transcript,
+        "SessionEnd": on_transcript,
+    },
+    "gemini": {
+        "SessionStart": on_session_start,
+        "BeforeAgent": on_prompt,
+        "AfterAgent": on_gemini_response,
+        "PreCompress": on_transcript,
+        "SessionEnd": on_transcript,
+    },
+    "codex": {
+        "SessionStart": on_session_start,
+        "UserPromptSubmit": on_prompt,
+        "Stop": on_transcript,
+        "PreCompact": on_transcript,
+    },
+}
+
+
+def handle(tool, payload):
+    """Run the handler for the payload's event; the JSON object to print, or None."""
+    if not isinstance(payload, dict):
+        raise HookError(f"the payload is a JSON {type(payload).__name__}, not an object")
+    event = payload.get("hook_event_name")
+    fn = EVENTS[tool].get(event) if isinstance(event, str) else None
+    if fn is None:
+        if not isinstance(event, str):
+            raise HookError("the payload has no hook_event_name")
+        return None  # an event ctxd does not use
+    return fn(tool, payload)
+
+
+def codex_notify(args):
+    """Codex's ``notify`` program: one JSON argument, ``agent-turn-complete`` records the turn."""
+    if not args:
+        raise HookError("codex-notify needs the JSON payload as its argument")
+    payload = json.loads(args[-1])
+    if not isinstance(payload, dict):
+        raise HookError(f"the payload is a JSON {type(payload).__name__}, not an object")
+    if payload.get("type") != "agent-turn-complete":
+        return None
+    thread, turn = _str(payload, "thread-id"), _str(payload, "turn-id")
+    if not thread or not turn:
+        raise HookError("the payload has no thread-id or turn-id")
+    project = _project(payload)
+    messages = []
+    inputs = payload.get("input-messages")
+    for i, m in enumerate(inputs if isinstance(inputs, list) else []):
+        if isinstance(m, dict):  # tolerate {"text": ...} items should Codex send them
+            m = m.get("text") if isinstance(m.get("text"), str) else m.get("content")
+        if isinstance(m, str):
+            messages.append(dict(role="user", content=m, session=thread, source="codex",
+                                 dedup=f"codex:{thread}:{turn}:user:{i}"))
+    last = _str(payload, "last-assistant-message")
+    messages.append(dict(role="assistant", content=last, session=thread, source="codex",
+                         dedup=f"codex:{thread}:{turn}:assistant"))
+    _record(project, messages)
+    return None
+
+
+# -- the process ------------------------------------------------------------------
+
+def _read_payload():
+    if sys.stdin is None or sys.stdin.isatty():
+        raise HookError("no payload on stdin (the AI CLI runs this command with its hook JSON on stdin)")
+    raw = sys.stdin.buffer.read()
+    if not raw.strip():
+        raise HookError("empty stdin: no hook payload")
+    try:
+        return json.loads(raw)
+    except ValueError as e:
+        raise HookError(f"the payload is not JSON ({e})") from e
+
+
+def _emit(obj):
+    try:
+        sys.stdout.buffer.write((json.dumps(obj, ensure_ascii=True) + "\n").encode("ascii"))
+        sys.stdout.flush()
+    except (BrokenPipeError, OSError, ValueError):
+        pass
+
+
+def _fail(tool, exc):
+    """Log why (one line plus the traceback) and say so in one short stderr line."""
+    from ctxd._entry import _log_exception
+
+    reason = str(exc) if isinstance(exc, HookError) else f"{exc.__class__.__name__}: {exc}"
+    reason = reason.replace("\n", " ")[:300]
+    log = _log_exception(f"chat hook {tool}: {reason}")
+    try:
+        sys.stderr.write(f"ctxd: chat hook {tool}: nothing recorded ({reason[:120]})"
+                         f"{f'; see {log}' if log else ''}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def main(argv=None):
+    """Run one hook; always returns 0 (the AI CLI must never fail because of ctxd)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    tool = argv[0] if argv else ""
+    out = None
+    try:
+        if tool == "codex-notify":
+            out = codex_notify(argv[1:])
+        elif tool in EVENTS:
+            out = handle(tool, _read_payload())
+        else:
+            raise HookError(f"unknown tool {tool!r}; {USAGE}")
+    except (Exception, KeyboardInterrupt) as e:
+        out = None
+        _fail(tool or "?", e)
+    if tool == "gemini":
+        _emit(out if isinstance(out, dict) else {})
+    elif out is not None:
+        _emit(out)
+    return 0
