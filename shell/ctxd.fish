@@ -69,7 +69,10 @@ function __ctxd_watch_changed
 end
 
 function __ctxd_run
-    set -l out (command $__ctxd_cmd export fish 2>/dev/null)
+    # a new shell inherits CTXD_STATE but not the restore function: ask for it
+    set -l need 1
+    functions -q __ctxd_restore; and set need 0
+    set -l out (CTXD_NEED_RESTORE=$need command $__ctxd_cmd export fish 2>/dev/null)
     set -l rc $status
     if test -n "$out"
         printf '%s\n' $out | source

@@ -43,8 +43,10 @@ _ctxd_watch_changed() {
 
 _ctxd_run() {
   emulate -L zsh
-  local _ctxd_out _ctxd_rc
-  _ctxd_out=$("${_ctxd_cmd[@]}" export zsh 2>/dev/null)
+  local _ctxd_out _ctxd_rc _ctxd_need=1
+  # a new shell inherits CTXD_STATE but not the restore function: ask for it
+  (( ${+functions[_ctxd_restore]} )) && _ctxd_need=0
+  _ctxd_out=$(CTXD_NEED_RESTORE=$_ctxd_need "${_ctxd_cmd[@]}" export zsh 2>/dev/null)
   _ctxd_rc=$?
   if [[ -n $_ctxd_out ]]; then
     eval "$_ctxd_out"

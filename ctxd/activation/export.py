@@ -174,9 +174,11 @@ def render(shell, environ, t):
         if environ.get(var) != value:
             changed = True
             out.append(shell.unset_var(var) if value is None else shell.set_var(var, value))
-    if not changed and not t.warnings:
+    # the hook says it has no restore function (a subshell inherited the state)
+    need = bool(t.state) and environ.get("CTXD_NEED_RESTORE") == "1"
+    if not changed and not t.warnings and not need:
         return ""
-    if changed:
+    if changed or need:
         out.append(restore_function(shell, t) if t.state else shell.drop_restore())
     for w in t.warnings:
         out.append(shell.warn(w))

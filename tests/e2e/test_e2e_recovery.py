@@ -9,8 +9,8 @@ import subprocess
 import sys
 
 from e2ekit import (
-    cd, comparable, ctxd_lines, node_project, output_lines, path_list, plain_dir, python_project, quote, set_path,
-    set_var,
+    cd, comparable, ctxd_lines, enter_nested, leave_nested, node_project, output_lines, path_list,
+    plain_dir, python_project, quote, set_path, set_var,
 )
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -128,3 +128,32 @@ def test_corrupt_state_recovers(shell, sessions, tmp_path):
     assert s.env_dump()["NODE_ENV"] == "development"
     assert cd(s, out) == ""
     assert comparable(s.env_dump()) == comparable(before)
+
+
+def test_ctxd_deleted_while_a_subshell_is_in_a_project(shell, sessions, tmp_path):
+    """The subshell inherited the activation, not the parent's restore function."""
+    py = python_project(tmp_path / "py")
+    out = plain_dir(tmp_path / "out")
+    copy, hook = _hook_from_copy(shell, tmp_path)
+    line = f"source {quote(shell, hook)}" if shell == "fish" else f'eval "$(cat {quote(shell, hook)})"'
+    s = sessions(shell, hook=False)
+    assert s.run(line) == ""
+    cd(s, out)
+    before = comparable(s.env_dump())
+    cd(s, py)
+    inside = comparable(s.env_dump())
+    assert inside["VIRTUAL_ENV"] == os.path.join(py, ".venv")
+
+    enter_nested(s)
+    assert s.run(line) == ""
+    assert comparable(s.env_dump()) == inside
+    shutil.rmtree(copy)
+    text = cd(s, out)
+    assert len(ctxd_lines(text)) == 1 and output_lines(text) == ctxd_lines(text), text
+    assert comparable(s.env_dump()) == before
+    leave_nested(s)
+    # the parent still holds its own activation, and its own way back
+    assert comparable(s.env_dump()) == inside
+    text = cd(s, out)
+    assert len(ctxd_lines(text)) == 1, text
+    assert comparable(s.env_dump()) == before
