@@ -70,9 +70,9 @@ end
 
 function __ctxd_run
     # a new shell inherits CTXD_STATE but not the restore function: ask for it
-    set -l need 1
-    functions -q __ctxd_restore; and set need 0
-    set -l out (CTXD_NEED_RESTORE=$need command $__ctxd_cmd export fish 2>/dev/null)
+    set -lx CTXD_NEED_RESTORE 1  # local to this function (works before fish 3.1's VAR=x cmd)
+    functions -q __ctxd_restore; and set CTXD_NEED_RESTORE 0
+    set -l out (command $__ctxd_cmd export fish 2>/dev/null)
     set -l rc $status
     if test -n "$out"
         printf '%s\n' $out | source
