@@ -215,6 +215,7 @@ def test_ten_round_trips_do_not_grow_path(shell, sessions, tmp_path):
 NASTY_NAMES = [
     "proj 'q' \"d\" $HOME `x` ünï",
     "a$(touch pwned1)b`touch pwned2`;touch pwned3&&touch pwned4|x",
+    "$(cd;touch pwned5)",  # would land in HOME, which is under tmp_path too
     "${HOME}%s%n\\$'\\x41'",
     "trailing backslash\\",
     "tab\tand\nnewline",
