@@ -141,19 +141,74 @@ def _nth_key(store, make):
     return make(k)
 
 
-def _record(project, messages):
-    """Store messages (dicts for Store.add_many); re-render context.md when any was new."""
+def _record(project, messages, tool=None, session=None):
+    """Store messages (dicts for Store.add_many); re-render context.md when any was new.
+
+    For Codex, a live record that an imported transcript already holds is
+    dropped again at once (see _supersede_live).
+    """
     messages = [m for m in messages if m["content"].strip()]
     if not messages:
         return 0
     with _open(project) as store:
-        prompt = [m for m in messages if callable(m.get("dedup"))]
-        for m in prompt:  # dedup keys that depend on what is stored already
-            m["dedup"] = m["dedup"](store)
+        for m in messages:  # dedup keys that depend on what is stored already
+            if callable(m.get("dedup")):
+                m["dedup"] = m["dedup"](store)
         added = store.add_many(messages)
+        if added and tool == "codex":
+            _supersede_live(store, tool, session)
         if added:
             _rerender(store, project)
     return len(added)
+
+
+# Live records (prompts and responses seen by hooks, Codex notify) are provisional:
+# an imported transcript is the record, tool calls and all. Claude's prompts share
+# their dedup key with the importer; the Gemini and Codex importers key by record id
+# or line, so after an import the live copies it now holds are deleted.
+
+def _live_prefixes(tool, session):
+    return {"gemini": (f"gemini-hook:{session}:",),
+            "codex": (f"codex:{session}:", f"codex-hook:{session}:")}.get(tool, ())
+
+
+def _is_imported(tool, session, key):
+    if not key:
+        return False
+    if tool == "gemini":
+        return key.startswith(f"gemini:{session}:")
+    if tool == "codex":
+        head = f"codex:{session}:"
+        return key.startswith(head) and key[len(head):].isdigit()  # the rollout importer's codex:<id>:<line>
+    return False
+
+
+def _supersede_live(store, tool, session):
+    """Delete live records of *session* that an imported record (same role and content) holds.
+
+    Paired one to one, so a prompt sent twice but imported once keeps one
+    live copy. Returns how many went.
+    """
+    if not session:
+        return 0
+    live = []
+    for prefix in _live_prefixes(tool, session):
+        hi = prefix[:-1] + ";"  # every key that starts with prefix (":" + 1 == ";")
+        live += store.db.execute(
+            "SELECT id, role, content, dedup FROM messages WHERE dedup >= ? AND dedup < ? ORDER BY id",
+            (prefix, hi)).fetchall()
+    used, gone = set(), 0
+    for row in live:
+        if _is_imported(tool, session, row["dedup"]):
+            continue
+        twins = store.db.execute("SELECT id, dedup FROM messages WHERE session = ? AND role = ? AND content = ? "
+                                 "ORDER BY id", (session, row["role"], row["content"])).fetchall()
+        twin = next((t["id"] for t in twins if t["id"] not in used and _is_imported(tool, session, t["dedup"])),
+                    None)
+        if twin is not None:
+            used.add(twin)
+            gone += store.forget(mid=row["id"])
+    return gone
 
 
 def _import(project, payload, fmt):
@@ -167,7 +222,8 @@ def _import(project, payload, fmt):
 
     with _open(project) as store:
         added, _malformed = import_transcript(store, path, fmt)
-        if added:
+        gone = _supersede_live(store, fmt, _str(payload, "session_id")) if added else 0
+        if added or gone:
             _rerender(store, project)
     return None
 
@@ -202,7 +258,7 @@ def on_prompt(tool, payload):
     project = _project(payload)
     session = _str(payload, "session_id")
     _record(project, [dict(role="user", content=text, session=session, source=tool,
-                           dedup=_prompt_key(tool, payload, session, text))])
+                           dedup=_prompt_key(tool, payload, session, text))], tool, session)
     return None
 
 
@@ -281,7 +337,7 @@ def codex_notify(args):
     last = _str(payload, "last-assistant-message")
     messages.append(dict(role="assistant", content=last, session=thread, source="codex",
                          dedup=f"codex:{thread}:{turn}:assistant"))
-    _record(project, messages)
+    _record(project, messages, "codex", thread)
     return None
 
 

@@ -318,7 +318,9 @@ def _insert_top_level(text, line, expected):
         while at > 0 and lines[at - 1].lstrip().startswith("#"):
             at -= 1  # the comment lines just above a header belong to it
         for i in dict.fromkeys((at, h)):
-            after = [] if _blank(lines[i]) else ["\n"]
+            # A paragraph of its own where the line before is blank (or none); _remove_top_level
+            # undoes exactly this.
+            after = ["\n"] if i == 0 or _blank(lines[i - 1]) else []
             candidate = "".join(lines[:i] + [line] + after + lines[i:])
             if _parses_to(candidate, expected):
                 return candidate

@@ -1,0 +1,697 @@
+"""ctxd chat hook / ctxd chat install, run as whole processes.
+
+The hooks get the payload samples in tests/contracts/hooks/ on stdin (Codex's
+notify on argv), exactly as Claude Code, Gemini CLI and Codex run them, in a
+tmp project with isolated user paths (conftest). Install runs against settings
+files that already hold other hooks and keys.
+"""
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from ctxd import paths
+
+CONTRACTS = Path(__file__).parent / "contracts" / "hooks"
+CTXD = shutil.which("ctxd")
+CLAUDE_SID = "3f6a2c1e-8b7d-4e2a-9c1f-5d4b3a2e1f00"
+GEMINI_SID = "9d1e7b52-4c3a-4f6e-a1b2-c3d4e5f60718"
+CODEX_SID = "019a9f2e-5b6c-7d8e-9f01-23456789abcd"
+
+pytestmark = pytest.mark.skipif(CTXD is None, reason="the ctxd console script is not on PATH")
+
+
+def _have_importers():
+    try:
+        from ctxd.integrations.importers import claude_prompt_dedup, import_transcript  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+needs_importers = pytest.mark.skipif(not _have_importers(),
+                                     reason="ctxd.integrations.importers (another developer's) is not there yet")
+
+
+@pytest.fixture(autouse=True)
+def no_tool_homes(monkeypatch):
+    for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR"):
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture
+def project(tmp_path):
+    root = tmp_path / "proj"
+    (root / ".git").mkdir(parents=True)
+    return root
+
+
+def _esc(value):
+    return json.dumps(str(value))[1:-1]
+
+
+def payload(tool, name, project, transcript=None):
+    text = (CONTRACTS / tool / name).read_text()
+    return text.replace("__CWD__", _esc(project)).replace("__TRANSCRIPT__", _esc(transcript or ""))
+
+
+def transcript(tool, name, project, tmp_path):
+    """A copy of a sample transcript for this project (its cwd filled in)."""
+    dest = tmp_path / "transcripts" / name
+    dest.parent.mkdir(exist_ok=True)
+    dest.write_text((CONTRACTS / tool / name).read_text().replace("__CWD__", _esc(project)))
+    return dest
+
+
+def hook(tool, stdin=b"", args=(), cwd=None):
+    if isinstance(stdin, str):
+        stdin = stdin.encode()
+    return subprocess.run([CTXD, "chat", "hook", tool, *args], input=stdin, capture_output=True, cwd=cwd,
+                          timeout=60)
+
+
+def ok_quiet(r):
+    """Exit 0, nothing on stdout, at most one short line on stderr."""
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b""
+    assert len(r.stderr.decode().splitlines()) <= 1
+
+
+def messages(project):
+    from ctxd.memory.project import locate, open_store
+
+    p = locate(str(project))
+    if not os.path.exists(os.path.join(p.context_dir, "store.db")):
+        return []
+    with open_store(p, create=False) as s:
+        return [dict(role=r["role"], content=r["content"], source=r["source"], session=r["session"],
+                     dedup=r["dedup"]) for r in s.db.execute("SELECT * FROM messages ORDER BY id")]
+
+
+def add_messages(project, items):
+    from ctxd.memory import render
+    from ctxd.memory.project import locate, open_store
+
+    p = locate(str(project))
+    with open_store(p) as s:
+        s.add_many([dict(role=role, content=text, session="seed") for role, text in items])
+        render.write(s, p.root)
+    return p
+
+
+def log_text():
+    try:
+        return Path(paths.log_file()).read_text()
+    except FileNotFoundError:
+        return ""
+
+
+def context_of(r):
+    out = json.loads(r.stdout)  # exactly one JSON document, or this raises
+    assert set(out) == {"hookSpecificOutput"}
+    assert out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    assert set(out["hookSpecificOutput"]) == {"hookEventName", "additionalContext"}
+    return out["hookSpecificOutput"]["additionalContext"]
+
+
+# -- SessionStart ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("tool", ["claude", "codex"])
+def test_session_start_empty_store_prints_nothing_and_creates_nothing(tool, project):
+    from ctxd.memory.project import locate
+
+    r = hook(tool, payload(tool, "session_start.json", project))
+    ok_quiet(r)
+    assert r.stderr == b""
+    assert not os.path.exists(os.path.join(locate(str(project)).context_dir, "store.db"))
+    assert log_text() == ""
+
+
+def test_session_start_gemini_empty_store_prints_empty_object(project):
+    r = hook("gemini", payload("gemini", "session_start.json", project))
+    assert r.returncode == 0 and r.stderr == b""
+    assert json.loads(r.stdout) == {}
+
+
+@pytest.mark.parametrize("tool,name", [("claude", "session_start.json"), ("gemini", "session_start.json"),
+                                       ("codex", "session_start.json"),
+                                       ("codex", "session_start_no_transcript.json")])
+def test_session_start_injects_context_as_one_json_object(tool, name, project):
+    add_messages(project, [("user", "Use ruff, not flake8, in this repo"), ("assistant", "Noted: ruff it is.")])
+    r = hook(tool, payload(tool, name, project))
+    assert r.returncode == 0 and r.stderr == b""
+    assert r.stdout.count(b"\n") == 1 and r.stdout.endswith(b"\n")
+    ctx = context_of(r)
+    assert "Use ruff, not flake8, in this repo" in ctx and "Noted: ruff it is." in ctx
+    assert len(ctx) <= 10_000
+
+
+def test_session_start_context_is_cut_to_10000_characters_keeping_the_newest(project):
+    turns = [("user" if i % 2 == 0 else "assistant", f"turn-{i:03d} " + "lorem ipsum dolor " * 75) for i in range(60)]
+    p = add_messages(project, turns)
+    assert len(Path(p.context_dir, "context.md").read_text()) > 10_000
+    r = hook("claude", payload("claude", "session_start.json", project))
+    ctx = context_of(r)
+    assert len(ctx) <= 10_000
+    assert "turn-059" in ctx and "turn-000" not in ctx
+    assert os.path.join(p.context_dir, "context.md") in ctx.splitlines()[-1]  # where the full file is
+    assert ctx.startswith("# Conversation context: proj")
+
+
+# -- Claude Code ---------------------------------------------------------------------------
+
+def test_claude_user_prompt_is_recorded(project):
+    r = hook("claude", payload("claude", "user_prompt_submit.json", project))
+    ok_quiet(r)
+    assert r.stderr == b""
+    [m] = messages(project)
+    assert (m["role"], m["content"], m["source"], m["session"]) == (
+        "user", "Add a --json flag to the show command", "claude", CLAUDE_SID)
+    from ctxd.memory.project import locate
+
+    assert "Add a --json flag" in Path(locate(str(project)).context_dir, "context.md").read_text()
+
+
+@needs_importers
+def test_claude_same_prompt_twice_is_two_messages(project):
+    for _ in range(2):
+        ok_quiet(hook("claude", payload("claude", "user_prompt_submit.json", project)))
+    assert [m["content"] for m in messages(project)] == ["Add a --json flag to the show command"] * 2
+    from ctxd.integrations.importers import claude_prompt_dedup
+
+    text = "Add a --json flag to the show command"
+    assert [m["dedup"] for m in messages(project)] == [claude_prompt_dedup(CLAUDE_SID, text, k) for k in (1, 2)]
+
+
+@needs_importers
+@pytest.mark.parametrize("event", ["stop.json", "pre_compact.json", "session_end.json"])
+def test_claude_stop_imports_the_transcript_once(event, project, tmp_path):
+    t = transcript("claude", "transcript.jsonl", project, tmp_path)
+    ok_quiet(hook("claude", payload("claude", "user_prompt_submit.json", project, t)))
+    ok_quiet(hook("claude", payload("claude", event, project, t)))
+    ms = messages(project)
+    contents = [m["content"] for m in ms]
+    assert contents.count("Add a --json flag to the show command") == 1  # the hook's and the import's: one
+    assert "Done: show --json prints one JSON object with the resolved paths." in contents
+    assert any(m["role"] == "tool" and "import click" in m["content"] for m in ms)
+    assert all(m["session"] == CLAUDE_SID and m["source"] == "claude" for m in ms)
+    ok_quiet(hook("claude", payload("claude", "stop.json", project, t)))  # again: nothing new
+    assert messages(project) == ms
+    ctx = context_of(hook("claude", payload("claude", "session_start.json", project, t)))
+    assert "Done: show --json prints one JSON object" in ctx
+
+
+@needs_importers
+def test_claude_stop_after_more_lines_imports_only_those(project, tmp_path):
+    t = transcript("claude", "transcript.jsonl", project, tmp_path)
+    ok_quiet(hook("claude", payload("claude", "stop.json", project, t)))
+    n = len(messages(project))
+    line = {"parentUuid": None, "isSidechain": False, "cwd": str(project), "sessionId": CLAUDE_SID, "type": "user",
+            "message": {"role": "user", "content": "Now add a test for it"}, "uuid": "7c2e9a10-0005",
+            "timestamp": "2026-11-30T10:01:00.000Z"}
+    with open(t, "a") as f:
+        f.write(json.dumps(line) + "\n")
+    ok_quiet(hook("claude", payload("claude", "stop.json", project, t)))
+    ms = messages(project)
+    assert len(ms) == n + 1 and ms[-1]["content"] == "Now add a test for it"
+
+
+def test_claude_events_ctxd_does_not_use_are_ignored(project):
+    r = hook("claude", payload("claude", "pre_tool_use.json", project))
+    ok_quiet(r)
+    assert r.stderr == b"" and messages(project) == [] and log_text() == ""
+
+
+def test_claude_stop_without_transcript_file_logs_and_exits_0(project, tmp_path):
+    r = hook("claude", payload("claude", "stop.json", project, tmp_path / "gone.jsonl"))
+    ok_quiet(r)
+    assert "chat hook claude" in log_text() and "gone.jsonl" in log_text()
+
+
+# -- Gemini CLI ----------------------------------------------------------------------------
+
+def test_gemini_records_prompt_and_response_and_prints_json_only(project):
+    for name in ("before_agent.json", "after_agent.json", "before_tool.json"):
+        r = hook("gemini", payload("gemini", name, project))
+        assert r.returncode == 0 and r.stderr == b""
+        assert json.loads(r.stdout) == {}
+    ms = messages(project)
+    assert [(m["role"], m["content"][:30], m["source"], m["session"]) for m in ms] == [
+        ("user", "Why does the build fail on CI?", "gemini", GEMINI_SID),
+        ("assistant", "The lockfile is stale: uv.lock", "gemini", GEMINI_SID)]
+    hook("gemini", payload("gemini", "after_agent.json", project))  # the same response again: one
+    assert len(messages(project)) == 2
+    assert "The lockfile is stale" in context_of(hook("gemini", payload("gemini", "session_start.json", project)))
+
+
+@needs_importers
+@pytest.mark.parametrize("event", ["session_end.json", "pre_compress.json"])
+def test_gemini_transcript_import_supersedes_the_live_records(event, project, tmp_path):
+    t = transcript("gemini", "session.jsonl", project, tmp_path)
+    for name in ("before_agent.json", "after_agent.json", event):
+        r = hook("gemini", payload("gemini", name, project, t))
+        assert r.returncode == 0 and json.loads(r.stdout) == {}, r.stderr
+    ms = messages(project)
+    contents = [m["content"] for m in ms]
+    assert contents.count("Why does the build fail on CI?") == 1
+    assert sum(c.startswith("The lockfile is stale") for c in contents) == 1
+    assert any(m["role"] == "tool" and "lockfile needs to be updated" in m["content"] for m in ms)
+    assert not any(m["dedup"].startswith("gemini-hook:") for m in ms)
+    r = hook("gemini", payload("gemini", "session_end.json", project, t))
+    assert json.loads(r.stdout) == {} and messages(project) == ms
+
+
+def test_gemini_without_transcript_path_records_nothing(project):
+    r = hook("gemini", payload("gemini", "session_end.json", project, ""))
+    assert r.returncode == 0 and json.loads(r.stdout) == {} and messages(project) == []
+
+
+# -- Codex ---------------------------------------------------------------------------------
+
+def notify(project, **changes):
+    data = json.loads(payload("codex", "notify.json", project))
+    data.update(changes)
+    return hook("codex-notify", args=[json.dumps(data)], stdin=b"")
+
+
+def test_codex_notify_records_the_turn_idempotently(project):
+    ok_quiet(notify(project))
+    ms = messages(project)
+    assert [(m["role"], m["content"], m["dedup"]) for m in ms] == [
+        ("user", "Rename foo to bar in src/", f"codex:{CODEX_SID}:1:user:0"),
+        ("assistant", "Renamed foo to bar in src/a.py and src/b.py.", f"codex:{CODEX_SID}:1:assistant")]
+    assert all(m["source"] == "codex" and m["session"] == CODEX_SID for m in ms)
+    ok_quiet(notify(project))
+    assert messages(project) == ms
+    ok_quiet(notify(project, **{"turn-id": "2", "input-messages": ["Now run the tests", "and lint"],
+                                "last-assistant-message": "All 42 tests pass."}))
+    assert [m["content"] for m in messages(project)[2:]] == ["Now run the tests", "and lint", "All 42 tests pass."]
+
+
+def test_codex_notify_ignores_other_types(project):
+    ok_quiet(notify(project, type="approval-requested"))
+    assert messages(project) == [] and log_text() == ""
+
+
+def test_codex_user_prompt_and_notify_store_the_prompt_once(project):
+    ok_quiet(hook("codex", payload("codex", "user_prompt_submit.json", project)))
+    ok_quiet(notify(project))
+    assert [m["content"] for m in messages(project)].count("Rename foo to bar in src/") == 1
+
+
+def test_codex_stop_without_transcript_does_nothing(project):
+    ok_quiet(hook("codex", payload("codex", "stop_no_transcript.json", project)))
+    assert messages(project) == [] and log_text() == ""
+
+
+@needs_importers
+def test_codex_hooks_notify_and_rollout_import_keep_one_copy(project, tmp_path):
+    t = transcript("codex", "rollout.jsonl", project, tmp_path)
+    ok_quiet(hook("codex", payload("codex", "user_prompt_submit.json", project, t)))
+    ok_quiet(hook("codex", payload("codex", "stop.json", project, t)))
+    ok_quiet(notify(project))  # notify arrives after Stop
+    ms = messages(project)
+    contents = [m["content"] for m in ms]
+    assert contents.count("Rename foo to bar in src/") == 1
+    assert contents.count("Renamed foo to bar in src/a.py and src/b.py.") == 1
+    assert any(m["role"] == "tool" and "src/a.py" in m["content"] for m in ms)
+    assert not any("environment_context" in c for c in contents)
+    ok_quiet(hook("codex", payload("codex", "stop.json", project, t)))
+    ok_quiet(notify(project))
+    assert messages(project) == ms
+
+
+# -- never failing the AI CLI ------------------------------------------------------------------
+
+GARBAGE = [
+    b"",
+    b"not json at all",
+    b"[1, 2, 3]",
+    b'"a string"',
+    b'{"session_id": "s", "cwd": "',
+    b"\xff\xfe\x00\x01 binary",
+    b'{"hook_event_name": "SessionStart", "session_id": "s"}',
+    b'{"hook_event_name": "SessionStart", "cwd": 42, "session_id": "s"}',
+    b'{"cwd": "/tmp", "session_id": "s"}',
+]
+
+
+@pytest.mark.parametrize("data", GARBAGE, ids=range(len(GARBAGE)))
+@pytest.mark.parametrize("tool", ["claude", "codex", "gemini"])
+def test_garbage_payload_exits_0_quietly_and_logs(tool, data):
+    r = hook(tool, data)
+    assert r.returncode == 0
+    assert len(r.stderr.decode().splitlines()) <= 1
+    if tool == "gemini":
+        assert json.loads(r.stdout) == {}
+    else:
+        assert r.stdout == b""
+    assert f"chat hook {tool}" in log_text()
+    assert "Traceback" in log_text()
+
+
+@pytest.mark.parametrize("args", [[], ["{not json"], ["[]"], ['{"type": "agent-turn-complete"}']])
+def test_codex_notify_garbage_exits_0_and_logs(args):
+    r = hook("codex-notify", args=args)
+    ok_quiet(r)
+    assert "chat hook codex-notify" in log_text()
+
+
+def test_unknown_tool_exits_0_and_logs(project):
+    r = hook("cursor", payload("claude", "session_start.json", project))
+    ok_quiet(r)
+    assert "unknown tool 'cursor'" in log_text()
+
+
+@pytest.mark.parametrize("tool", ["claude", "gemini", "codex"])
+def test_corrupt_store_exits_0_with_nothing_injected(tool, project):
+    p = add_messages(project, [("user", "hello")])
+    db = Path(p.context_dir, "store.db")
+    for suffix in ("-wal", "-shm"):
+        Path(str(db) + suffix).unlink(missing_ok=True)
+    db.write_bytes(b"this is not a database" * 100)
+    for name in ("session_start.json", "before_agent.json" if tool == "gemini" else "user_prompt_submit.json"):
+        r = hook(tool, payload(tool, name, project))
+        assert r.returncode == 0
+        assert r.stdout == (b"{}\n" if tool == "gemini" else b"")
+    assert "corrupt" in log_text()
+
+
+def test_unwritable_log_still_exits_0(project, monkeypatch, tmp_path):
+    blocker = tmp_path / "state-is-a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("CTXD_STATE_DIR", str(blocker / "sub"))
+    r = hook("gemini", b"garbage")
+    assert r.returncode == 0 and json.loads(r.stdout) == {}
+
+
+# -- ctxd chat install -----------------------------------------------------------------------
+
+def install(*args, cwd):
+    return subprocess.run([CTXD, "chat", "install", *args], capture_output=True, text=True, cwd=cwd, timeout=60)
+
+
+CLAUDE_SETTINGS = {
+    "model": "opus",
+    "permissions": {"allow": ["Bash(npm test:*)"], "deny": []},
+    "hooks": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "/usr/local/bin/guard.sh",
+                                                      "timeout": 10}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": "notify-send 'Claude is done'"}]}],
+        "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "echo hello"}]}],
+    },
+    "statusLine": {"type": "command", "command": "~/.claude/statusline.sh"},
+    "enabledPlugins": {"x@y": True},
+}
+
+
+def without_ctxd(settings):
+    """The settings with every ctxd hook (and what only held them) taken out, by hand."""
+    s = json.loads(json.dumps(settings))
+    for event in list(s.get("hooks", {})):
+        groups = []
+        for g in s["hooks"][event]:
+            hooks = [h for h in g["hooks"] if "chat hook" not in h["command"]]
+            if hooks:
+                groups.append(dict(g, hooks=hooks))
+        if groups:
+            s["hooks"][event] = groups
+        else:
+            del s["hooks"][event]
+    return s
+
+
+def ctxd_groups(settings):
+    return {event: [g for g in groups if any("chat hook" in h["command"] for h in g["hooks"])]
+            for event, groups in settings.get("hooks", {}).items()
+            if any("chat hook" in h["command"] for g in groups for h in g["hooks"])}
+
+
+def test_install_claude_project_merges_and_keeps_everything_else(project):
+    path = project / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(CLAUDE_SETTINGS, indent=4))
+    r = install("claude", cwd=project)
+    assert r.returncode == 0, r.stderr
+    assert str(path) in r.stdout
+    s = json.loads(path.read_text())
+    assert without_ctxd(s) == CLAUDE_SETTINGS
+    assert list(s) == list(CLAUDE_SETTINGS)  # key order kept
+    mine = ctxd_groups(s)
+    assert set(mine) == {"SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"}
+    for event, [group] in mine.items():
+        [h] = group["hooks"]
+        assert h["type"] == "command" and h["timeout"] == 30
+        assert h["command"].endswith(" chat hook claude")
+        assert os.path.isabs(h["command"].split()[0].strip("'"))
+        assert group.get("matcher") == ("startup|resume|clear|compact" if event == "SessionStart" else None)
+    assert s["hooks"]["Stop"][0] == CLAUDE_SETTINGS["hooks"]["Stop"][0]  # theirs first, then ctxd's
+    assert s["hooks"]["SessionStart"][0] == CLAUDE_SETTINGS["hooks"]["SessionStart"][0]
+
+
+def test_install_twice_is_install_once_and_uninstall_restores(project):
+    path = project / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(CLAUDE_SETTINGS, indent=2))
+    assert install("claude", "--project", cwd=project).returncode == 0
+    once = path.read_bytes()
+    r = install("claude", cwd=project)
+    assert r.returncode == 0 and "already" in r.stdout
+    assert path.read_bytes() == once
+    r = install("claude", "--uninstall", cwd=project)
+    assert r.returncode == 0 and "removed 5" in r.stdout
+    assert json.loads(path.read_text()) == CLAUDE_SETTINGS
+    r = install("claude", "--uninstall", cwd=project)
+    assert r.returncode == 0 and "no ctxd hooks" in r.stdout
+
+
+def test_install_updates_a_stale_ctxd_command_in_place(project):
+    path = project / ".claude" / "settings.json"
+    path.parent.mkdir()
+    old = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "echo before"}]},
+                              {"hooks": [{"type": "command", "command": "/old/venv/bin/ctxd chat hook claude",
+                                          "timeout": 5}]},
+                              {"hooks": [{"type": "command", "command": "echo after"}]}]}}
+    path.write_text(json.dumps(old))
+    assert install("claude", cwd=project).returncode == 0
+    stop = json.loads(path.read_text())["hooks"]["Stop"]
+    assert [g["hooks"][0]["command"] for g in stop][0::2] == ["echo before", "echo after"]
+    assert stop[1]["hooks"][0]["command"].endswith("chat hook claude") and "/old/venv" not in json.dumps(stop)
+
+
+def test_install_new_settings_file_is_0644_and_existing_mode_is_kept(project):
+    assert install("claude", cwd=project).returncode == 0
+    path = project / ".claude" / "settings.json"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+    path.chmod(0o600)
+    assert install("claude", "--uninstall", cwd=project).returncode == 0
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert json.loads(path.read_text()) == {}
+
+
+def test_install_writes_through_a_symlinked_settings_file(project, isolated_paths):
+    real = isolated_paths / "dotfiles" / "claude.json"
+    real.parent.mkdir()
+    real.write_text('{"theme": "dark"}')
+    link = isolated_paths / ".claude" / "settings.json"
+    link.parent.mkdir()
+    link.symlink_to(real)
+    assert install("claude", "--user", cwd=project).returncode == 0
+    assert link.is_symlink()
+    s = json.loads(real.read_text())
+    assert s["theme"] == "dark" and "SessionStart" in s["hooks"]
+
+
+@pytest.mark.parametrize("bad", ['{"hooks": {,}}', "[1, 2]", '{"hooks": []}', '{"hooks": {"Stop": {}}}',
+                                 '// comment\n{"hooks": {}}'])
+@pytest.mark.parametrize("uninstall", [False, True])
+def test_invalid_settings_are_refused_untouched(bad, uninstall, project):
+    path = project / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text(bad)
+    before = path.stat().st_mtime_ns
+    r = install("claude", *(["--uninstall"] if uninstall else []), cwd=project)
+    if uninstall and bad in ('{"hooks": []}', '{"hooks": {"Stop": {}}}'):
+        assert r.returncode == 0  # nothing of ctxd's there to remove
+    else:
+        assert r.returncode == 3, r.stdout
+        [line] = r.stderr.splitlines()
+        assert line.startswith("ctxd: ") and str(path) in line
+    assert path.read_text() == bad and path.stat().st_mtime_ns == before
+
+
+def test_install_gemini_user_uses_milliseconds(project, isolated_paths):
+    path = isolated_paths / ".gemini" / "settings.json"
+    path.parent.mkdir()
+    theirs = {"theme": "GitHub", "hooksConfig": {"enabled": True},
+              "mcpServers": {"docs": {"command": "docs-mcp", "args": [], "timeout": 30000}},
+              "hooks": {"BeforeTool": [{"matcher": "run_shell_command",
+                                        "hooks": [{"type": "command", "command": "./guard.sh", "timeout": 5000}]}]}}
+    path.write_text(json.dumps(theirs, indent=2))
+    r = install("gemini", "--user", cwd=project)
+    assert r.returncode == 0, r.stderr
+    s = json.loads(path.read_text())
+    assert without_ctxd(s) == theirs
+    mine = ctxd_groups(s)
+    assert set(mine) == {"SessionStart", "BeforeAgent", "AfterAgent", "PreCompress", "SessionEnd"}
+    for [g] in mine.values():
+        assert "matcher" not in g
+        [h] = g["hooks"]
+        assert h["timeout"] == 30000 and h["command"].endswith(" chat hook gemini") and h["name"] == "ctxd"
+    assert not (project / ".gemini").exists()
+    assert install("gemini", "--user", "--uninstall", cwd=project).returncode == 0
+    assert json.loads(path.read_text()) == theirs
+
+
+def test_installed_command_runs_the_hook(project):
+    add_messages(project, [("user", "remember: deploys go through make release")])
+    assert install("claude", cwd=project).returncode == 0
+    s = json.loads((project / ".claude" / "settings.json").read_text())
+    command = ctxd_groups(s)["SessionStart"][0]["hooks"][0]["command"]
+    r = subprocess.run(["/bin/sh", "-c", command], input=payload("claude", "session_start.json", project).encode(),
+                       capture_output=True, cwd=project, timeout=60)
+    assert "deploys go through make release" in context_of(r)
+
+
+CODEX_CONFIG = '''# Codex configuration, kept by hand
+model = "gpt-5-codex"   # the default model
+approval_policy = "on-request"
+
+# Servers ctxd must not touch
+[mcp_servers.docs]
+command = "docs-mcp"
+args = ["--stdio"]  # a trailing comment
+
+[features]
+codex_hooks = true
+'''
+
+
+def test_install_codex_project_writes_hooks_json_only(project, isolated_paths):
+    r = install("codex", cwd=project)
+    assert r.returncode == 0, r.stderr
+    s = json.loads((project / ".codex" / "hooks.json").read_text())
+    mine = ctxd_groups(s)
+    assert set(mine) == {"SessionStart", "UserPromptSubmit", "Stop"}
+    for [g] in mine.values():
+        assert g["hooks"][0]["timeout"] == 30 and g["hooks"][0]["command"].endswith(" chat hook codex")
+    assert not (isolated_paths / ".codex" / "config.toml").exists()
+    assert "codex_hooks" in r.stdout  # the feature flag is not on: say so
+
+
+def test_install_codex_user_adds_notify_as_text_keeping_comments(project, isolated_paths):
+    cfg = isolated_paths / ".codex" / "config.toml"
+    cfg.parent.mkdir()
+    cfg.write_text(CODEX_CONFIG)
+    r = install("codex", "--user", cwd=project)
+    assert r.returncode == 0, r.stderr
+    assert "codex_hooks" not in r.stdout  # already enabled
+    text = cfg.read_text()
+    doc = tomllib.loads(text)
+    assert doc["notify"][1:] == ["chat", "hook", "codex-notify"] and os.path.isabs(doc["notify"][0])
+    del doc["notify"]
+    assert doc == tomllib.loads(CODEX_CONFIG)
+    lines = text.splitlines()
+    rest = iter(lines)
+    assert all(any(l == r for r in rest) for l in CODEX_CONFIG.splitlines())  # every line kept, in order
+    n = next(i for i, l in enumerate(lines) if l.startswith("notify = "))
+    assert n < lines.index("# Servers ctxd must not touch") and n > lines.index('approval_policy = "on-request"')
+    assert json.loads((isolated_paths / ".codex" / "hooks.json").read_text())["hooks"]["Stop"]
+    r = install("codex", "--user", cwd=project)
+    assert r.returncode == 0 and cfg.read_text() == text  # idempotent
+    r = install("codex", "--user", "--uninstall", cwd=project)
+    assert r.returncode == 0, r.stderr
+    assert cfg.read_text() == CODEX_CONFIG  # byte for byte
+    assert not (isolated_paths / ".codex" / "hooks.json").read_text().count("chat hook")
+
+
+@pytest.mark.parametrize("original", ["", 'model = "o3"\n', "[features]\ncodex_hooks = true\n",
+                                      'model = "o3"\nnotify_extra = [\n  ["a"],\n]\n[profiles.x]\nmodel = "y"\n'])
+def test_codex_notify_insertion_round_trips(original, project, isolated_paths):
+    cfg = isolated_paths / ".codex" / "config.toml"
+    cfg.parent.mkdir()
+    cfg.write_text(original)
+    assert install("codex", "--user", cwd=project).returncode == 0
+    doc = tomllib.loads(cfg.read_text())
+    assert doc.pop("notify")[-1] == "codex-notify" and doc == tomllib.loads(original)
+    assert install("codex", "--user", "--uninstall", cwd=project).returncode == 0
+    assert cfg.read_text() == original
+
+
+def test_codex_foreign_notify_is_left_alone(project, isolated_paths):
+    cfg = isolated_paths / ".codex" / "config.toml"
+    cfg.parent.mkdir()
+    original = 'notify = ["terminal-notifier", "-title", "Codex"]  # mine\n' + CODEX_CONFIG
+    cfg.write_text(original)
+    r = install("codex", "--user", cwd=project)
+    assert r.returncode == 0, r.stderr
+    assert cfg.read_text() == original
+    [line] = [l for l in r.stdout.splitlines() if "notify" in l]
+    assert "not ctxd's" in line and "terminal-notifier" in line
+    assert ctxd_groups(json.loads((isolated_paths / ".codex" / "hooks.json").read_text()))
+    r = install("codex", "--user", "--uninstall", cwd=project)
+    assert r.returncode == 0 and cfg.read_text() == original
+
+
+def test_codex_invalid_config_toml_refused_before_anything_is_written(project, isolated_paths):
+    cfg = isolated_paths / ".codex" / "config.toml"
+    cfg.parent.mkdir()
+    cfg.write_text("model = \n")
+    r = install("codex", "--user", cwd=project)
+    assert r.returncode == 3
+    [line] = r.stderr.splitlines()
+    assert line.startswith("ctxd: ") and "config.toml" in line
+    assert cfg.read_text() == "model = \n"
+    assert not (isolated_paths / ".codex" / "hooks.json").exists()
+
+
+def test_codex_home_is_honoured(project, tmp_path, monkeypatch):
+    home = tmp_path / "codex-home"
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    assert install("codex", "--user", cwd=project).returncode == 0
+    assert (home / "hooks.json").exists() and "codex-notify" in (home / "config.toml").read_text()
+
+
+# -- the pieces, in process -------------------------------------------------------------------
+
+def test_merge_and_remove_leave_foreign_shapes_alone():
+    from ctxd.integrations import install as inst
+
+    s = {"hooks": {"enabled": True, "Stop": [{"hooks": [{"type": "command", "command": "x"}]}, "odd"]}}
+    groups = {"Stop": inst._group("Stop", None, "ctxd chat hook claude", 30, {})}
+    assert inst.merge_hooks(s, groups)
+    assert not inst.merge_hooks(s, groups)
+    assert s["hooks"]["Stop"][:2] == [{"hooks": [{"type": "command", "command": "x"}]}, "odd"]
+    assert inst.remove_hooks(s) == 1
+    assert s == {"hooks": {"enabled": True, "Stop": [{"hooks": [{"type": "command", "command": "x"}]}, "odd"]}}
+
+
+def test_a_group_shared_with_other_hooks_keeps_them():
+    from ctxd.integrations import install as inst
+
+    s = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "ctxd chat hook claude"},
+                                       {"type": "command", "command": "say done"}]}]}}
+    assert inst.remove_hooks(s) == 1
+    assert s == {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}}
+
+
+def test_hook_command_quotes_the_program():
+    from ctxd.integrations.install import hook_command
+
+    assert hook_command("claude", ["/opt/my tools/ctxd"]) == "'/opt/my tools/ctxd' chat hook claude"
+
+
+def test_hook_path_does_not_import_click(project):
+    code = ("import sys, io; sys.argv = ['ctxd', 'chat', 'hook', 'codex-notify', '{}'];"
+            "from ctxd import _entry\n"
+            "try:\n    _entry.main()\nexcept SystemExit:\n    pass\n"
+            "print('click' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.stdout.strip().splitlines()[-1] == "False", r.stderr
