@@ -113,10 +113,10 @@ def _store_exists(project):
     return os.path.exists(os.path.join(project.context_dir, DB_NAME))
 
 
-def _open(project, create=True):
+def _open(project, create=True, redact=True):
     from ctxd.memory.project import open_store
 
-    return open_store(project, create=create)
+    return open_store(project, create=create, redact=redact)
 
 
 def _rerender(store, project):
@@ -235,7 +235,7 @@ def on_session_start(tool, payload):
     project = _project(payload)
     if not _store_exists(project):  # never create a store just to read it
         return None
-    with _open(project, create=False) as store:
+    with _open(project, create=False, redact=False) as store:  # only reading: no redaction rules to compile
         return _start_output(session_context(project, store, CONTEXT_LIMIT))
 
 
