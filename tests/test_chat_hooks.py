@@ -295,6 +295,11 @@ def test_codex_notify_records_the_turn_idempotently(project):
     assert [m["content"] for m in messages(project)[2:]] == ["Now run the tests", "and lint", "All 42 tests pass."]
 
 
+def test_codex_notify_takes_numeric_ids(project):
+    ok_quiet(notify(project, **{"turn-id": 7}))
+    assert [m["dedup"] for m in messages(project)] == [f"codex:{CODEX_SID}:7:user:0", f"codex:{CODEX_SID}:7:assistant"]
+
+
 def test_codex_notify_ignores_other_types(project):
     ok_quiet(notify(project, type="approval-requested"))
     assert messages(project) == [] and log_text() == ""

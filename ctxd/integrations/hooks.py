@@ -98,6 +98,14 @@ def _str(payload, key):
     return v if isinstance(v, str) else ""
 
 
+def _id(payload, key):
+    """An id field as text (ids may come as numbers); "" when absent."""
+    v = payload.get(key)
+    if isinstance(v, bool):
+        return ""
+    return str(v) if isinstance(v, (str, int)) else ""
+
+
 def _project(payload):
     cwd = payload.get("cwd")
     if not isinstance(cwd, str) or not cwd.strip():
@@ -222,7 +230,7 @@ def _import(project, payload, fmt):
 
     with _open(project) as store:
         added, _malformed = import_transcript(store, path, fmt)
-        gone = _supersede_live(store, fmt, _str(payload, "session_id")) if added else 0
+        gone = _supersede_live(store, fmt, _id(payload, "session_id")) if added else 0
         if added or gone:
             _rerender(store, project)
     return None
@@ -245,8 +253,8 @@ def _prompt_key(tool, payload, session, text):
 
         return lambda store: _nth_key(store, lambda k: claude_prompt_dedup(session, text, k))
     if tool == "codex":
-        turn = payload.get("turn_id")
-        if isinstance(turn, str) and turn:
+        turn = _id(payload, "turn_id")
+        if turn:
             # The key codex-notify gives the turn's first input message: one record, whichever runs.
             return f"codex:{session}:{turn}:user:0"
     digest = _sha(text)[:32]
@@ -256,7 +264,7 @@ def _prompt_key(tool, payload, session, text):
 def on_prompt(tool, payload):
     text = _str(payload, "prompt")
     project = _project(payload)
-    session = _str(payload, "session_id")
+    session = _id(payload, "session_id")
     _record(project, [dict(role="user", content=text, session=session, source=tool,
                            dedup=_prompt_key(tool, payload, session, text))], tool, session)
     return None
@@ -265,7 +273,7 @@ def on_prompt(tool, payload):
 def on_gemini_response(tool, payload):
     response = _str(payload, "prompt_response")
     project = _project(payload)
-    session = _str(payload, "session_id")
+    session = _id(payload, "session_id")
     key = f"gemini-hook:{session}:{_sha(_str(payload, 'prompt') + chr(0) + response)[:32]}"
     _record(project, [dict(role="assistant", content=response, session=session, source=tool, dedup=key)])
     return None
@@ -322,7 +330,7 @@ def codex_notify(args):
         raise HookError(f"the payload is a JSON {type(payload).__name__}, not an object")
     if payload.get("type") != "agent-turn-complete":
         return None
-    thread, turn = _str(payload, "thread-id"), _str(payload, "turn-id")
+    thread, turn = _id(payload, "thread-id"), _id(payload, "turn-id")
     if not thread or not turn:
         raise HookError("the payload has no thread-id or turn-id")
     project = _project(payload)
