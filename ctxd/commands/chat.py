@@ -201,3 +201,4 @@ def recover():
 
 
 from ctxd.commands import chat_hooks as _chat_hooks  # noqa: E402,F401  (adds `chat hook` and `chat install`)
+from ctxd.commands.chat_import import import_cmd; chat.add_command(import_cmd)  # noqa: E402,E702  (`chat import`)

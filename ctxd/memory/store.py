@@ -302,6 +302,38 @@ class Store:
     def integrity(self):
         return self.db.execute("PRAGMA integrity_check").fetchone()[0]
 
+    # -- deleting by import key -----------------------------------------------
+    def forget_dedup(self, keys):
+        """Delete the messages whose dedup key is one of *keys* or starts with key + ":".
+
+        Importers use it when a transcript takes back what it said (a Gemini
+        rewind). Offloaded files no other message shares go too. Returns how many.
+        """
+        keys = [k for k in keys if k]
+        if not keys:
+            return 0
+        where = "dedup = ? OR (dedup >= ? AND dedup < ?)"  # the range: key + ":" ... key + ";"
+        n, paths_ = 0, []
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            for k in keys:
+                args = (k, k + ":", k + ";")
+                paths_ += [r[0] for r in self.db.execute(
+                    f"SELECT output_path FROM messages WHERE ({where}) AND output_path IS NOT NULL", args)]
+                n += self.db.execute(f"DELETE FROM messages WHERE {where}", args).rowcount
+            still = {r[0] for r in self.db.execute(
+                "SELECT output_path FROM messages WHERE output_path IS NOT NULL")} if paths_ else set()
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        for p in set(paths_) - still:
+            try:
+                os.unlink(p)
+            except FileNotFoundError:
+                pass
+        return n
+
 
 def _statements(script):
     buf = []
