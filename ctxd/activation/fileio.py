@@ -5,10 +5,10 @@ validated result of each file is cached as JSON under the cache directory,
 keyed by the SHA-256 of the file's bytes: a file is parsed once per content.
 """
 
-import json
 import os
 
 from ctxd import paths
+from ctxd.activation import minijson
 
 CACHE_SCHEMA = 1
 
@@ -76,12 +76,12 @@ def cached_parse(kind, data, parse):
     path = os.path.join(paths.cache_dir(), "parsed", f"{kind}-{CACHE_SCHEMA}-{digest}.json")
     try:
         with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError):
+            return minijson.loads(f.read())
+    except (OSError, ValueError, RecursionError):
         pass
     value = parse(data)
     try:
-        atomic_write(path, json.dumps(value, ensure_ascii=True))
+        atomic_write(path, minijson.dumps(value))
     except OSError:
         pass  # a read-only cache costs speed, never correctness
     return value

@@ -4,15 +4,18 @@
 value it had before (the snapshot) and the value ctxd gave it, plus the PATH
 entries ctxd added. It is JSON -> zlib -> urlsafe base64 (like direnv's
 DIRENV_DIFF): one opaque token, per shell, inherited by subshells, no daemon.
+(JSON through ctxd.activation.minijson and base64 through binascii: the
+json and base64 modules would cost the hot path ~10 ms of imports.)
 
 ``CTXD_WATCH`` is plain text the hooks read without starting a process: a
 stamp file whose mtime is the newest watched mtime, a recheck flag, then one
 watched path a line prefixed with ``+`` (existed) or ``-`` (did not).
 """
 
-import base64
-import json
+import binascii
 import zlib
+
+from ctxd.activation import minijson
 
 from ctxd.errors import StateError
 
@@ -52,16 +55,29 @@ class State:
         return isinstance(other, State) and self.to_json() == other.to_json()
 
 
+_TO_URLSAFE = bytes.maketrans(b"+/", b"-_")
+_FROM_URLSAFE = bytes.maketrans(b"-_", b"+/")
+
+
+def _sorted(obj):
+    if isinstance(obj, dict):
+        return {k: _sorted(obj[k]) for k in sorted(obj)}
+    if isinstance(obj, list):
+        return [_sorted(v) for v in obj]
+    return obj
+
+
 def encode(state):
-    raw = json.dumps(state.to_json(), separators=(",", ":"), sort_keys=True, ensure_ascii=True)
-    return base64.urlsafe_b64encode(zlib.compress(raw.encode("ascii"), 9)).decode("ascii")
+    raw = minijson.dumps(_sorted(state.to_json())).encode("ascii")
+    return binascii.b2a_base64(zlib.compress(raw, 9), newline=False).translate(_TO_URLSAFE).decode("ascii")
 
 
 def decode(token):
     """Parse a CTXD_STATE value; raise StateError when it is not one of ours."""
     try:
-        data = json.loads(zlib.decompress(base64.urlsafe_b64decode(token.encode("ascii"))))
-    except (ValueError, zlib.error, UnicodeError) as e:
+        raw = token.encode("ascii").translate(_FROM_URLSAFE)
+        data = minijson.loads(zlib.decompress(binascii.a2b_base64(raw)).decode("utf-8"))
+    except (ValueError, zlib.error, UnicodeError, binascii.Error, RecursionError) as e:
         raise StateError(f"{STATE_VAR} is corrupt ({e.__class__.__name__})") from None
     if not isinstance(data, dict) or data.get("v") != VERSION:
         raise StateError(f"{STATE_VAR} has an unknown format")

@@ -1,17 +1,17 @@
 """What every shell shares: value checks, the hook template loader."""
 
 import os
-import re
 import sys
 
 from ctxd.errors import ValueRejected
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
 
 def check_name(name):
-    """Only plain identifiers may reach eval as variable names."""
-    if not _NAME.match(name):
+    """Only plain identifiers ([A-Za-z_][A-Za-z0-9_]*) may reach eval as variable names.
+
+    (isascii + isidentifier is exactly that set, without importing re.)
+    """
+    if not (isinstance(name, str) and name.isascii() and name.isidentifier()):
         raise ValueRejected(f"invalid environment variable name {name!r}")
     return name
 
