@@ -102,11 +102,20 @@ function __ctxd_hook
             return $ctxd_status
         end
     end
-    if test -n "$r"; or test -n "$cur_state"
+    if test -z "$r"; and test -n "$cur_state"; and test "$__ctxd_fast_leave" = 1
+        and test "$cur_state" = "$__ctxd_seen"; and test "$PATH" = "$__ctxd_path"
+        and functions -q __ctxd_restore
+        # Leaving for no project, nothing touched since our export, no on_leave
+        # hook: the restore function undoes it exactly, without starting ctxd.
+        __ctxd_restore
+        functions -e __ctxd_restore
+        set -g __ctxd_fast_leave 0
+    else if test -n "$r"; or test -n "$cur_state"
         __ctxd_run
     end
     set -g __ctxd_init 1
     set -g __ctxd_root $r
+    set -g __ctxd_path "$PATH"
     set -q CTXD_STATE; and set -g __ctxd_seen "$CTXD_STATE"; or set -g __ctxd_seen ""
     return $ctxd_status
 end

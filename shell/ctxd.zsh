@@ -73,10 +73,18 @@ _ctxd_hook() {
     && ! _ctxd_watch_changed; then
     return $_ctxd_status
   fi
-  if [[ -n $_ctxd_r || -n ${CTXD_STATE-} ]]; then
+  if [[ -z $_ctxd_r && -n ${CTXD_STATE-} && ${_ctxd_fast_leave-} == 1 \
+        && $CTXD_STATE == "${_ctxd_seen-}" && ${PATH-} == "${_ctxd_path-}" ]] \
+     && (( ${+functions[_ctxd_restore]} )); then
+    # Leaving for no project, nothing touched since our export, no on_leave
+    # hook: the restore function undoes it exactly, without starting ctxd.
+    _ctxd_restore
+    unfunction _ctxd_restore
+    typeset -g _ctxd_fast_leave=0
+  elif [[ -n $_ctxd_r || -n ${CTXD_STATE-} ]]; then
     _ctxd_run
   fi
-  typeset -g _ctxd_init=1 _ctxd_root=$_ctxd_r _ctxd_seen=${CTXD_STATE-}
+  typeset -g _ctxd_init=1 _ctxd_root=$_ctxd_r _ctxd_seen=${CTXD_STATE-} _ctxd_path=${PATH-}
   return $_ctxd_status
 }
 

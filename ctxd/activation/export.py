@@ -15,6 +15,7 @@ from ctxd.paths import _sha1_hex
 from ctxd.activation.state import STATE_VAR, WATCH_VAR, State, decode, encode
 from ctxd.errors import StateError
 
+FAST_LEAVE = {"bash": "_ctxd_fast_leave", "zsh": "_ctxd_fast_leave", "fish": "__ctxd_fast_leave"}
 MANAGED = ("CTXD_ROOT", "CTXD_TYPES", "CTXD_CONTEXT_DIR", "CTXD_STATUS")
 
 
@@ -180,6 +181,10 @@ def render(shell, environ, t):
         return ""
     if changed or need:
         out.append(restore_function(shell, t) if t.state else shell.drop_restore())
+        # Without on_leave hooks, leaving for a plain directory needs no ctxd process:
+        # the hook may call the restore function itself (see shell/ templates).
+        fast = "1" if t.state and not t.state.leave else "0"
+        out.append(shell.set_flag(FAST_LEAVE[shell.name], fast))
     for w in t.warnings:
         out.append(shell.warn(w))
     return shell.join(out)

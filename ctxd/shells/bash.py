@@ -45,6 +45,11 @@ class Bash(Shell):
         body = "; ".join(statements) if statements else ":"
         return f"{self.restore_fn}() {{ {body}; }}"
 
+    def set_flag(self, name, value):
+        """A plain (non-exported) global shell variable the hook reads."""
+        check_name(name)
+        return f"{name}={self.quote(value)}"
+
     def drop_restore(self):
         return f"unset -f {self.restore_fn}"
 

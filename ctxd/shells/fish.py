@@ -61,6 +61,11 @@ class Fish(Shell):
         body = "; ".join(statements) if statements else "true"
         return f"function {self.restore_fn}; {body}; end"
 
+    def set_flag(self, name, value):
+        """A plain (non-exported) global shell variable the hook reads."""
+        check_name(name)
+        return f"set -g {name} {self.quote(value)}"
+
     def drop_restore(self):
         return f"functions -e {self.restore_fn}"
 

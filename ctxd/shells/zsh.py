@@ -6,3 +6,9 @@ from ctxd.shells.bash import Bash
 class Zsh(Bash):
     name = "zsh"
     template = "ctxd.zsh"
+
+    def set_flag(self, name, value):
+        from ctxd.shells.base import check_name
+
+        check_name(name)
+        return f"typeset -g {name}={self.quote(value)}"

@@ -49,12 +49,23 @@ def test_no_process_outside_projects_or_within_one(shell, sessions, tmp_path):
     s.run("echo hi")
     assert runs(log) == 1
 
-    cd(s, a)  # leaving needs one run
-    assert runs(log) == 2
-    assert "CTXD_ROOT" not in s.env_dump()
+    cd(s, a)  # leaving for a plain dir: the shell's restore function, no process
+    assert runs(log) == 1
+    env = s.env_dump()
+    assert "CTXD_ROOT" not in env and "VIRTUAL_ENV" not in env and "CTXD_STATE" not in env
+    assert os.path.join(py, ".venv", "bin") not in env["PATH"].split(":")
     for d in (b, a, "/"):
         cd(s, d)
+    assert runs(log) == 1
+
+    # a PATH the user changed inside needs ctxd to leave (to keep the user's entry)
+    cd(s, py)
     assert runs(log) == 2
+    s.run("export PATH=/my/bin:$PATH" if shell != "fish" else "set -gx PATH /my/bin $PATH")
+    cd(s, a)
+    assert runs(log) == 3
+    path = s.env_dump()["PATH"].split(":")
+    assert "/my/bin" in path and os.path.join(py, ".venv", "bin") not in path
 
 
 def test_watched_files_trigger_one_export(shell, sessions, tmp_path):
