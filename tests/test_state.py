@@ -31,3 +31,30 @@ def test_corrupt_tokens_raise_state_error(token):
     with pytest.raises(StateError) as e:
         decode(token)
     assert e.value.exit_code == ExitCode.STATE
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | text,
+    lambda children: st.lists(children) | st.dictionaries(text, children), max_leaves=30)
+
+
+@given(json_values)
+def test_minijson_is_json_both_ways(value):
+    import json
+
+    from ctxd.activation import minijson
+
+    out = minijson.dumps(value)
+    assert out.isascii()
+    assert json.loads(out) == value
+    assert minijson.loads(out) == value
+    assert minijson.loads(json.dumps(value)) == value
+    assert minijson.loads(json.dumps(value, indent=2, ensure_ascii=False)) == value
+
+
+@pytest.mark.parametrize("bad", ["", "{", "[1,]", '{"a" 1}', '"\\x"', '"abc', "nul", "[1] 2", '"\\u12"', '"a\nb"'])
+def test_minijson_rejects_malformed(bad):
+    from ctxd.activation import minijson
+
+    with pytest.raises(ValueError):
+        minijson.loads(bad)
