@@ -200,5 +200,14 @@ def recover():
                f"as {backup}")
 
 
-from ctxd.commands import chat_hooks as _chat_hooks  # noqa: E402,F401  (adds `chat hook` and `chat install`)
-from ctxd.commands.chat_import import import_cmd; chat.add_command(import_cmd)  # noqa: E402,E702  (`chat import`)
+
+
+def _register():
+    """Subcommands that live in their own modules: import, hook, install."""
+    from ctxd.commands import chat_hooks  # noqa: F401  (registers `chat hook` and `chat install`)
+    from ctxd.commands.chat_import import import_cmd
+
+    chat.add_command(import_cmd)
+
+
+_register()
