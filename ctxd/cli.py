@@ -43,9 +43,10 @@ def cli():
 
 
 def _register():
-    from ctxd.commands import chat, export, hook, rcfile, setup, show, trust
+    from ctxd.commands import chat, context, export, hook, rcfile, setup, show, trust
 
     cli.add_command(chat.chat)
+    cli.add_command(context.context)
     cli.add_command(trust.allow)
     cli.add_command(trust.deny)
     cli.add_command(rcfile.init)

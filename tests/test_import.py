@@ -468,12 +468,15 @@ def test_peak_memory_stays_small_on_a_big_file(tmp_path):
         for i in range(100):
             f.write(json.dumps({"role": "user", "content": f"chunk {i} 大"}).encode() + b"\n")
             f.write(filler)
-    code = ("import resource, sys\n"
+    # VmHWM (peak RSS of this address space), not getrusage's ru_maxrss: Linux keeps
+    # ru_maxrss across exec, so a child forked from a big pytest process inherits its peak.
+    code = ("import sys\n"
             "from ctxd.memory.store import Store\n"
             "from ctxd.integrations.importers import import_file\n"
             "s = Store(sys.argv[2])\n"
             "r = import_file(s, sys.argv[1])\n"
-            "print(r.added, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
+            "hwm = [l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM:')][0]\n"
+            "print(r.added, hwm)\n")
     out = subprocess.run([sys.executable, "-c", code, str(path), str(tmp_path / "ctx")], capture_output=True,
                          text=True, check=True).stdout.split()
     assert int(out[0]) == 100

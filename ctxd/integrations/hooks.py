@@ -45,38 +45,30 @@ class HookError(Exception):
 def session_context(project, store, limit_chars=CONTEXT_LIMIT):
     """The context a new session starts with: at most *limit_chars* characters, "" when empty.
 
-    For now this is context.md as ``ctxd.memory.render`` renders it; when it is
-    too long the oldest turns are left out (whole turns, the newest kept) and a
-    last line says where the full file is. The context engine replaces this.
+    The context engine's assembly (facts kept verbatim, older turns summarised,
+    recent turns verbatim) sized to fit, and a last line saying where the full
+    context file is and how to search every turn.
     """
     from ctxd.memory import render
 
     if store.count() == 0:
         return ""
-    text = render.render(store, project.root)
-    if len(text) <= limit_chars:
-        return text
     full = os.path.join(store.dir, render.FILENAME)
-    if not os.path.exists(full):
-        render.write(store, project.root)
-    note = (f"\n[ctxd: older turns are left out here to stay within {limit_chars} characters; "
-            f"the full context is in {full}; search every turn with: ctxd chat search QUERY]\n")
-    budget = render.TOTAL_CHARS
-    for _ in range(8):  # fewer turns until it fits (each pass drops at least the excess)
-        excess = len(text) + len(note) - limit_chars
-        if excess <= 0:
-            return text.rstrip("\n") + "\n" + note
-        budget -= excess
-        if budget <= 0:
-            break
-        text = render.render(store, project.root, max_chars=budget)
-    # A single turn (or header) too long for the budget: cut at a line boundary.
+    note = (f"\n[ctxd: the full context file is {full}; search every earlier turn with: "
+            f"ctxd chat search QUERY]\n")
     room = limit_chars - len(note)
-    cut = text[:room]
-    nl = cut.rfind("\n")
-    if nl > room // 2:
-        cut = cut[: nl + 1]
-    return cut.rstrip("\n") + "\n" + note
+    budget = room
+    text = render.render(store, project.root, max_chars=budget)
+    for _ in range(6):  # CJK and markup make characters per token vary: shrink until it fits
+        if len(text) <= room:
+            break
+        budget = int(budget * room / len(text) * 0.95)
+        text = render.render(store, project.root, max_chars=budget)
+    if len(text) > room:  # a single huge turn: cut at a line boundary
+        cut = text[:room]
+        nl = cut.rfind("\n")
+        text = cut[: nl + 1] if nl > room // 2 else cut
+    return text.rstrip("\n") + "\n" + note
 
 
 def _start_output(text):

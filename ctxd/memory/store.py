@@ -56,6 +56,29 @@ MIGRATIONS = [
         updated REAL NOT NULL
     );
     """,
+    # 2: structured facts extracted from messages (merged incrementally), key/value meta
+    """
+    CREATE TABLE IF NOT EXISTS facts(
+        id INTEGER PRIMARY KEY,
+        msg_id INTEGER NOT NULL,
+        ts REAL NOT NULL,
+        role TEXT NOT NULL,
+        tag TEXT NOT NULL,
+        kinds TEXT NOT NULL,
+        text TEXT NOT NULL,
+        norm TEXT NOT NULL,
+        topic TEXT NOT NULL DEFAULT '',
+        priority REAL NOT NULL DEFAULT 0,
+        superseded_by INTEGER
+    );
+    CREATE INDEX IF NOT EXISTS facts_msg ON facts(msg_id);
+    CREATE INDEX IF NOT EXISTS facts_topic ON facts(topic, id);
+    CREATE INDEX IF NOT EXISTS facts_live ON facts(superseded_by, priority);
+    CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TRIGGER IF NOT EXISTS messages_ad_facts AFTER DELETE ON messages BEGIN
+        DELETE FROM facts WHERE msg_id = old.id;
+    END;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

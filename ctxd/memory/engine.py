@@ -1,0 +1,390 @@
+"""The context engine: a token-budgeted context that keeps every fact that matters.
+
+Parts, in order of what survives a tight budget:
+1. facts: extracted verbatim from every message (ctxd.memory.facts), merged
+   incrementally into the store (a watermark: each message is read once), the
+   newest statement about a topic superseding older ones, duplicates dropped;
+2. a project system block (full or compact form), when .contextrc gives one;
+3. an extractive summary of the turns older than the recent window, built
+   from the source messages (never from an earlier summary), cached by the
+   range of messages it covers;
+4. recent turns verbatim, newest first until the budget is spent (+4 tokens
+   per message), always at least the last 2.
+
+Modes: zero (only the last input), short (a few recent turns), long (as many
+recent turns as fit), summary (facts + summary + the last input), hybrid
+(facts + summary + recent turns). ``auto`` picks one from the number of
+turns, references to earlier turns, distinct entities, importance and token
+pressure, with hysteresis; every decision is appended to decisions.jsonl.
+"""
+
+import json
+import os
+import re
+import time
+
+from ctxd.memory import facts as facts_mod
+from ctxd.memory.tokens import estimate
+
+RESERVE = 4096
+PER_MESSAGE = 4
+MODES = ("zero", "short", "long", "summary", "hybrid")
+REFERENCE = re.compile(r"(?i)\b(?:that|it|this|those|these|earlier|above|before|previous(?:ly)?|as (?:i|we) said|"
+                       r"you said|mentioned)\b|这个|那个|刚才|上面|之前|前面|上述|那些")
+ENTITY = re.compile(r"\b[A-Z][a-zA-Z0-9]+(?:[ -][A-Z][a-zA-Z0-9]+)*\b|`[^`]+`|[\w.-]+\.(?:py|js|ts|go|rs|md|toml|json|yaml|yml)\b")
+
+
+class Part:
+    __slots__ = ("name", "text", "tokens")
+
+    def __init__(self, name, text):
+        self.name, self.text, self.tokens = name, text, estimate(text)
+
+
+class Context:
+    def __init__(self):
+        self.mode = "hybrid"
+        self.reason = ""
+        self.budget = 0
+        self.parts = []  # Part
+        self.recent = []  # Message, oldest first
+        self.facts = []  # fact rows used
+        self.superseded = 0
+        self.decision = {}
+
+    @property
+    def tokens(self):
+        return sum(p.tokens for p in self.parts) + sum(estimate(m.content) + PER_MESSAGE for m in self.recent)
+
+
+# -- facts: incremental merge ---------------------------------------------------
+
+def refresh_facts(store, batch=2000):
+    """Extract facts from messages not seen yet; return how many messages were read."""
+    db = store.db
+    row = db.execute("SELECT value FROM meta WHERE key = 'facts_upto'").fetchone()
+    upto = int(row[0]) if row else 0
+    seen = 0
+    while True:
+        rows = db.execute("SELECT id, ts, role, content, importance FROM messages WHERE id > ? ORDER BY id LIMIT ?",
+                          (upto, batch)).fetchall()
+        if not rows:
+            break
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            # another process may have done this batch meanwhile
+            row = db.execute("SELECT value FROM meta WHERE key = 'facts_upto'").fetchone()
+            if row and int(row[0]) > upto:
+                upto = int(row[0])
+                db.execute("COMMIT")
+                continue
+            for r in rows:
+                for tag, kinds, text, norm, topic, prio in facts_mod.extract(r["id"], r["ts"], r["role"], r["content"],
+                                                                            r["importance"]):
+                    _merge(db, r, tag, kinds, text, norm, topic, prio)
+            upto = rows[-1]["id"]
+            db.execute("INSERT INTO meta(key, value) VALUES ('facts_upto', ?) "
+                       "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (str(upto),))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        seen += len(rows)
+    return seen
+
+
+def _words(norm):
+    return {w for w in norm.split() if not any(c.isdigit() for c in w)}
+
+
+def _merge(db, msg, tag, kinds, text, norm, topic, prio):
+    # an exact repeat of a live fact: keep the first statement
+    if db.execute("SELECT 1 FROM facts WHERE norm = ? AND superseded_by IS NULL LIMIT 1", (norm,)).fetchone():
+        return
+    cur = db.execute("INSERT INTO facts(msg_id, ts, role, tag, kinds, text, norm, topic, priority) "
+                     "VALUES (?,?,?,?,?,?,?,?,?)", (msg["id"], msg["ts"], msg["role"], tag, kinds, text, norm, topic, prio))
+    new_id = cur.lastrowid
+    if not topic:
+        return
+    kset = set(kinds.split(","))
+    values = kset & set(facts_mod.HARD)
+    if not values:
+        return
+    correction = "correction" in kset
+    words = _words(norm)
+    for old in db.execute("SELECT id, kinds, norm FROM facts WHERE topic = ? AND superseded_by IS NULL AND id < ? "
+                          "ORDER BY id DESC LIMIT 20", (topic, new_id)).fetchall():
+        okinds = set(old["kinds"].split(","))
+        if not (okinds & values):
+            continue
+        owords = _words(old["norm"])
+        similar = len(words & owords) / max(1, len(words | owords))
+        if correction or similar >= 0.6:
+            db.execute("UPDATE facts SET superseded_by = ? WHERE id = ?", (new_id, old["id"]))
+            if not correction:
+                break
+
+
+def live_facts(store, limit=400):
+    """Facts by priority: current ones first; superseded ones after, marked as such
+    (they may still carry details the newer statement does not repeat)."""
+    return store.db.execute(
+        "SELECT * FROM facts ORDER BY (superseded_by IS NOT NULL), priority DESC, id ASC LIMIT ?",
+        (limit,)).fetchall()
+
+
+def superseded_count(store):
+    return store.db.execute("SELECT count(*) FROM facts WHERE superseded_by IS NOT NULL").fetchone()[0]
+
+
+# -- rendering pieces ------------------------------------------------------------
+
+def _trim(text, limit=220):
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def facts_block(rows, budget):
+    """The highest-priority live facts that fit *budget* tokens, in conversation order."""
+    chosen, used = [], 0
+    for r in rows:
+        if r["superseded_by"] is not None:
+            line = f"- [superseded, no longer current] {_trim(r['text'], 160)}"
+        else:
+            line = f"- [{r['tag']}] {_trim(r['text'])}"
+        t = estimate(line) + 1
+        if used + t > budget:
+            continue
+        chosen.append((r["id"], line, r))
+        used += t
+    chosen.sort(key=lambda x: x[0])
+    return [c[2] for c in chosen], "\n".join(c[1] for c in chosen)
+
+
+def summary_block(store, older_upto, budget, cache_dir):
+    """Extractive summary of messages with id <= older_upto, cached by that range."""
+    if older_upto <= 0:
+        return ""
+    first = store.db.execute("SELECT min(id) FROM messages").fetchone()[0] or 0
+    key = f"summary-{first}-{older_upto}-{budget}.json"
+    path = os.path.join(cache_dir, key)
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)["text"]
+    except (OSError, ValueError, KeyError):
+        pass
+    db = store.db
+    n = db.execute("SELECT count(*) FROM messages WHERE id BETWEEN ? AND ?", (first, older_upto)).fetchone()[0]
+    t0, t1 = db.execute("SELECT min(ts), max(ts) FROM messages WHERE id <= ?", (older_upto,)).fetchone()
+    first_user = db.execute("SELECT content FROM messages WHERE role = 'user' AND id <= ? ORDER BY id LIMIT 1",
+                            (older_upto,)).fetchone()
+    questions = db.execute("SELECT text FROM facts WHERE tag = 'question' AND superseded_by IS NULL AND msg_id <= ? "
+                           "ORDER BY id DESC LIMIT 5", (older_upto,)).fetchall()
+    lines = [f"Earlier conversation: {n} messages, {_day(t0)} to {_day(t1)}."]
+    if first_user:
+        lines.append(f"Initial request: {_trim(first_user[0].strip(), 400)}")
+    if questions:
+        lines.append("Questions asked earlier (check whether they were answered):")
+        lines += [f"- {_trim(q[0], 200)}" for q in reversed(questions)]
+    text = "\n".join(lines)
+    while estimate(text) > budget and len(lines) > 1:
+        lines.pop()
+        text = "\n".join(lines)
+    try:
+        os.makedirs(cache_dir, mode=0o700, exist_ok=True)
+        from ctxd.activation.fileio import atomic_write
+
+        atomic_write(path, json.dumps({"range": [first, older_upto], "text": text}))
+    except OSError:
+        pass
+    return text
+
+
+def _day(ts):
+    return time.strftime("%Y-%m-%d", time.gmtime(ts or 0))
+
+
+# -- mode choice -------------------------------------------------------------------
+
+def choose_mode(store, budget, total_tokens, recent_msgs, previous):
+    """(mode, reason) for auto, with hysteresis against *previous* (mode, streak)."""
+    n = store.count()
+    last_user = [m for m in recent_msgs if m.role == "user"][-3:]
+    refs = sum(len(REFERENCE.findall(m.content)) for m in last_user)
+    entities = len({e for m in recent_msgs[-6:] for e in ENTITY.findall(m.content)})
+    avg_imp = sum(m.importance for m in recent_msgs) / len(recent_msgs) if recent_msgs else 0.5
+    pressure = total_tokens / budget if budget else 1.0
+    if n <= 1:
+        mode, reason = "zero", "a single message"
+    elif pressure < 0.8:
+        mode, reason = "long", f"the whole conversation fits ({pressure:.0%} of the budget)"
+    elif refs or entities > 5:
+        mode, reason = "hybrid", f"{refs} references to earlier turns, {entities} distinct entities, {pressure:.0%} pressure"
+    elif avg_imp < 0.3 and n > 4:
+        mode, reason = "short", f"low importance ({avg_imp:.2f}), no references"
+    else:
+        mode, reason = "hybrid", f"token pressure {pressure:.0%} of the budget: compress early (>= 80%)"
+    prev_mode, streak = previous
+    # Hysteresis: leave the previous mode only once the new choice repeats, unless
+    # the previous mode cannot hold the conversation (long at >= 80% pressure).
+    if prev_mode and prev_mode != mode and not (prev_mode == "long" and pressure >= 0.8):
+        if streak < 1:
+            return prev_mode, f"kept {prev_mode} (hysteresis; would switch to {mode}: {reason})", (mode, streak + 1)
+    return mode, reason, (mode, 0)
+
+
+def _previous(decisions_path):
+    try:
+        with open(decisions_path, "rb") as f:
+            f.seek(0, 2)
+            size = f.tell()
+            f.seek(max(0, size - 4096))
+            last = f.read().decode("utf-8", "replace").strip().splitlines()[-1]
+        d = json.loads(last)
+        return d.get("mode"), int(d.get("pending_streak", 0)) if d.get("pending") else 0
+    except (OSError, ValueError, IndexError):
+        return None, 0
+
+
+# -- assembly --------------------------------------------------------------------------
+
+def assemble(store, *, budget, mode="auto", query=None, system=None, system_compact=None, log_dir=None):
+    refresh_facts(store)
+    ctx = Context()
+    ctx.budget = budget
+    n = store.count()
+    recent_pool = store.recent(200)
+    total = sum(m.tokens + PER_MESSAGE for m in recent_pool)
+    if n > len(recent_pool):
+        total += (n - len(recent_pool)) * 50  # beyond the pool: a cheap lower bound
+
+    decisions = os.path.join(log_dir, "decisions.jsonl") if log_dir else None
+    previous = _previous(decisions) if decisions else (None, 0)
+    if mode == "auto":
+        mode, reason, pending = choose_mode(store, budget, total, recent_pool[-20:], previous)
+    else:
+        reason, pending = "asked for", (mode, 0)
+    ctx.mode, ctx.reason = mode, reason
+
+    used = 0
+    if system:
+        sys_text = system
+        if estimate(system) > budget // 4 and system_compact:
+            sys_text = system_compact
+        if estimate(sys_text) <= budget // 3:
+            p = Part("system", sys_text)
+            ctx.parts.append(p)
+            used += p.tokens
+
+    rows = []
+    if mode in ("summary", "hybrid"):
+        rows = live_facts(store)
+        cap = int(budget * (0.6 if mode == "summary" else 0.45))
+        chosen, text = facts_block(rows, cap)
+        if text:
+            p = Part("facts", text)
+            ctx.parts.append(p)
+            used += p.tokens
+            ctx.facts = chosen
+        ctx.superseded = superseded_count(store)
+
+    if query:
+        hits = store.search(query, 10)
+        lines, qused = [], 0
+        for m in sorted(hits, key=lambda m: m.id):
+            line = f"{m.role} #{m.id}: {_trim(m.content, 600)}"
+            t = estimate(line)
+            if used + qused + t > budget * 0.25 + used:
+                break
+            lines.append(line)
+            qused += t
+        if lines:
+            p = Part("query", "\n".join(lines))
+            ctx.parts.append(p)
+            used += p.tokens
+
+    # recent turns, newest first within what is left (always at least the last 2)
+    if mode == "zero":
+        last = [m for m in recent_pool if m.role == "user"][-1:] or recent_pool[-1:]
+        ctx.recent = last
+    else:
+        limit = {"short": 6, "summary": 1}.get(mode)
+        remaining = budget - used - (int(budget * 0.12) if mode in ("hybrid", "summary") else 0)
+        picked, rused = [], 0
+        for m in reversed(recent_pool):
+            t = m.tokens + PER_MESSAGE
+            if len(picked) >= 2 and (rused + t > remaining or (limit and len(picked) >= limit)):
+                break
+            picked.append(m)
+            rused += t
+        ctx.recent = list(reversed(picked))
+
+    if mode in ("summary", "hybrid") and ctx.recent:
+        older_upto = ctx.recent[0].id - 1
+        left = max(0, budget - used - sum(m.tokens + PER_MESSAGE for m in ctx.recent))
+        s = summary_block(store, older_upto, min(left, int(budget * 0.15)), os.path.join(log_dir or store.dir, "cache"))
+        if s:
+            ctx.parts.insert(1 if system else 0, Part("summary", s))
+
+    ctx.decision = {
+        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "mode": mode, "reason": reason,
+        "budget": budget, "window": len(ctx.recent), "messages": n,
+        "tokens": {p.name: p.tokens for p in ctx.parts} | {"recent": sum(m.tokens + PER_MESSAGE for m in ctx.recent)},
+        "facts": len(ctx.facts), "superseded": ctx.superseded,
+        "pending": pending[0] if pending[0] != mode else None, "pending_streak": pending[1],
+    }
+    if decisions:
+        try:
+            os.makedirs(log_dir, mode=0o700, exist_ok=True)
+            fd = os.open(decisions, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            with os.fdopen(fd, "a", encoding="utf-8") as f:
+                f.write(json.dumps(ctx.decision, ensure_ascii=False) + "\n")
+        except OSError:
+            pass
+    return ctx
+
+
+# -- output formats ---------------------------------------------------------------------
+
+TITLES = {"system": "Project instructions", "facts": "Facts to keep (current values; newer statements win)",
+          "summary": "Summary of earlier turns", "query": "Relevant earlier turns"}
+
+
+def to_text(ctx):
+    out = []
+    for p in ctx.parts:
+        out.append(f"{TITLES[p.name]}:\n{p.text}")
+    if ctx.recent:
+        out.append("Recent turns:\n" + "\n".join(f"{m.role}: {m.content}" for m in ctx.recent))
+    return "\n\n".join(out) + "\n"
+
+
+def to_markdown(ctx, title="Conversation context"):
+    out = [f"# {title}", ""]
+    for p in ctx.parts:
+        out += [f"## {TITLES[p.name]}", "", p.text, ""]
+    if ctx.recent:
+        out += ["## Recent turns", ""]
+        for m in ctx.recent:
+            out += [f"**{m.role}** #{m.id}:", m.content, ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def to_messages(ctx):
+    msgs = []
+    head = "\n\n".join(f"{TITLES[p.name]}:\n{p.text}" for p in ctx.parts)
+    if head:
+        msgs.append({"role": "system", "content": head})
+    for m in ctx.recent:
+        msgs.append({"role": m.role if m.role != "tool" else "user",
+                     "content": m.content if m.role != "tool" else f"[tool output]\n{m.content}"})
+    return msgs
+
+
+def explain(ctx):
+    d = ctx.decision
+    lines = [f"mode {d['mode']}: {d['reason']}", f"budget {d['budget']} tokens; used {ctx.tokens}"]
+    for k, v in d["tokens"].items():
+        lines.append(f"  {k:<8} {v:>6} tokens")
+    lines.append(f"recent window {d['window']} of {d['messages']} messages; {d['facts']} facts kept, "
+                 f"{d['superseded']} superseded")
+    return "\n".join(lines)

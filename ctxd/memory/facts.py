@@ -1,0 +1,120 @@
+"""Extractive, deterministic fact finding: what a summary must never lose.
+
+A *fact* is a sentence (clause) of the conversation holding something hard:
+a number with a unit or currency, a date, a version, a file path, a URL, an
+identifier (ticket id, #channel), a constraint with its negation or bound
+("do not", "never", "at most", 不要, 不超过), a question, a preference or a
+to-do. Facts are kept verbatim, tagged (preference, requirement, background,
+todo, question), keyed by topic so a newer statement supersedes an older one
+about the same thing, and de-duplicated.
+"""
+
+import re
+
+_SENT = re.compile(r"(?<=[.!?。！？；;])\s+|\n+|(?<=[。！？；])")
+
+RX = {
+    "money": re.compile(r"(?:[$€£¥]\s?\d[\d,.]*\s?[kKmM]?\b|\b\d[\d,.]*\s?(?:[kKmM]\s?)?(?:USD|EUR|GBP|CNY|RMB|JPY|dollars?|euros?)\b|\d[\d,.]*\s?(?:万|千|百)?\s?(?:元|美元|人民币|块))"),
+    "number": re.compile(r"\b\d[\d,.]*\s?(?:%|ms|s|sec|seconds?|minutes?|min|hours?|h|days?|weeks?|months?|years?|[KMGT]i?B|bytes?|rps|qps|req/s|users?|nodes?|cores?|GB|MB|TB|x)\b|\d+\s?(?:毫秒|秒|分钟|小时|天|周|个月|年|人|台|核|万|千|%)"),
+    "date": re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?(?:,? \d{4})?\b|\d{4}年\d{1,2}月(?:\d{1,2}日)?|\d{1,2}月\d{1,2}[日号]|\b(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|tomorrow|today|next week)\b|(?:周[一二三四五六日]|星期[一二三四五六日天]|明天|下周)"),
+    "version": re.compile(r"\bv\d+(?:\.\d+)+\b|\b[A-Za-z][\w.+-]*[ -]v?\d+\.\d+(?:\.\d+)*\b|\b[a-z]+-\d+(?:\.\d+)*\b"),
+    "path": re.compile(r"(?:~|\.{1,2})?/(?:[\w.@+-]+/)*[\w.@+-]+|\b[\w.-]+/(?:[\w.-]+/)*[\w-]+\.[A-Za-z0-9]{1,6}\b"),
+    "url": re.compile(r"\bhttps?://[^\s)>\]\"'，。]+"),
+    "identifier": re.compile(r"\b[A-Z][A-Z0-9]{1,9}-\d+\b|#[\w-]{2,}|@[\w-]{2,}"),
+    "constraint": re.compile(r"(?i)\b(?:do not|don't|never|must not|mustn't|must|should not|shouldn't|cannot|can't|at most|at least|no more than|no less than|not exceed|under|below|above|maximum|minimum|max|min|only|avoid|forbidden|required?|without)\b|不要|不能|不得|不可|禁止|必须|至少|至多|最多|不超过|不少于|不低于|不高于|只能|务必|避免"),
+    "question": re.compile(r"[?？]\s*$"),
+    "preference": re.compile(r"(?i)\b(?:i prefer|i'd prefer|i like|i want|please (?:always|never|use|keep|answer|reply|write)|i'd rather|my preference)\b|我(?:更)?喜欢|我希望|我想要|请(?:用|使用|始终|总是|不要)|偏好"),
+    "todo": re.compile(r"(?i)\b(?:todo|to-do|next step|action item|we need to|need to|remember to|follow up|pending)\b|待办|下一步|需要做|记得|跟进"),
+    "correction": re.compile(r"(?i)\b(?:actually|correction|instead|changed? to|moved? to|no longer|update:|scratch that|not \S+ anymore|rather than|revised|postponed|pushed (?:back|out) to)\b|改为|改成|改到|推迟到|提前到|更正|不再|其实是|修改为"),
+}
+
+HARD = ("money", "number", "date", "version", "path", "url", "identifier")
+
+# Words that name what a value is about: the topic under which a newer statement
+# replaces an older one ("the deadline is ..." / "deadline moved to ...").
+TOPICS = (
+    "deadline", "due", "launch", "release", "budget", "cost", "price", "latency", "p95", "p99", "timeout",
+    "throughput", "memory", "ram", "disk", "storage", "cpu", "port", "region", "database", "db", "cache",
+    "queue", "version", "python", "node", "java", "jdk", "django", "postgres", "postgresql", "mysql",
+    "redis", "mongodb", "kafka", "kubernetes", "k8s", "team", "headcount", "meeting", "demo", "freeze",
+    "sla", "slo", "retention", "backup", "rate limit", "limit", "quota", "environment", "env", "staging",
+    "production", "cluster", "owner", "channel", "ticket", "branch", "domain", "endpoint",
+    "预算", "截止", "期限", "上线", "发布", "延迟", "版本", "端口", "数据库", "缓存", "内存", "成本", "价格",
+    "时间", "日期", "团队", "人数", "环境", "服务器", "带宽",
+)
+
+
+def sentences(text):
+    """Split into sentences/clauses (English and CJK punctuation, newlines)."""
+    out = []
+    for part in _SENT.split(text):
+        part = part.strip(" \t-*>•#")
+        if 3 <= len(part):
+            out.append(part[:600])
+    return out
+
+
+def classify(sentence, role):
+    kinds = [k for k, rx in RX.items() if rx.search(sentence)]
+    if "question" in kinds and role != "user":
+        kinds.remove("question")
+    return kinds
+
+
+def topic_of(sentence):
+    low = sentence.lower()
+    found = [t for t in TOPICS if t in low]
+    return found[0] if found else ""
+
+
+def tag_of(kinds, role):
+    if "question" in kinds:
+        return "question"
+    if "preference" in kinds:
+        return "preference"
+    if "todo" in kinds:
+        return "todo"
+    if "constraint" in kinds or "correction" in kinds:
+        return "requirement"
+    return "background"
+
+
+def priority(kinds, role, importance):
+    p = 0.0
+    for k in kinds:
+        p += {"constraint": 3, "correction": 3, "money": 3, "date": 2.5, "version": 2.5, "path": 2,
+              "url": 2, "identifier": 2, "number": 1.5, "question": 2, "preference": 2.5, "todo": 1.5}.get(k, 0)
+    if role == "user":
+        p *= 1.3
+    elif role == "tool":
+        p *= 0.5
+    return p * (0.5 + importance)
+
+
+def is_fact(kinds):
+    """Every kind above marks a fact; plain prose marks none."""
+    return bool(kinds)
+
+
+def normalize(sentence):
+    return re.sub(r"[\W_]+", " ", sentence.lower()).strip()
+
+
+def extract(message_id, ts, role, content, importance=0.5):
+    """Facts of one message: [(tag, kinds, text, norm, topic, priority)]."""
+    if role == "tool":
+        # tool output: only its first hard lines (errors, versions); the rest is offloaded anyway
+        lines = [l for l in content.splitlines()[:40] if l.strip()]
+        content = "\n".join(lines)
+    out = []
+    for s in sentences(content):
+        if s.startswith("[... ") or s.startswith("[REDACTED"):
+            continue  # ctxd's own offload pointer, not something said
+        kinds = classify(s, role)
+        if not kinds or not is_fact(kinds):
+            continue
+        if kinds == ["constraint"] and len(s) > 300:
+            continue
+        out.append((tag_of(kinds, role), ",".join(kinds), s, normalize(s), topic_of(s),
+                    priority(kinds, role, importance)))
+    return out
