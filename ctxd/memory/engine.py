@@ -165,7 +165,9 @@ def summary_block(store, older_upto, budget, cache_dir):
     if older_upto <= 0:
         return ""
     first = store.db.execute("SELECT min(id) FROM messages").fetchone()[0] or 0
-    key = f"summary-{first}-{older_upto}-{budget}.json"
+    # the range it covers, and how many corrections it knows of (a later correction re-marks it)
+    stale_n = store.db.execute("SELECT count(*) FROM facts WHERE superseded_by IS NOT NULL").fetchone()[0]
+    key = f"summary-{first}-{older_upto}-{budget}-{stale_n}.json"
     path = os.path.join(cache_dir, key)
     try:
         with open(path, encoding="utf-8") as f:
@@ -181,7 +183,12 @@ def summary_block(store, older_upto, budget, cache_dir):
                            "ORDER BY id DESC LIMIT 5", (older_upto,)).fetchall()
     lines = [f"Earlier conversation: {n} messages, {_day(t0)} to {_day(t1)}."]
     if first_user:
-        lines.append(f"Initial request: {_trim(first_user[0].strip(), 400)}")
+        # built from the source message, but a statement corrected since is marked, not repeated
+        stale = {r[0] for r in db.execute("SELECT norm FROM facts WHERE superseded_by IS NOT NULL")}
+        parts = []
+        for sent in facts_mod.sentences(first_user[0]):
+            parts.append("(a statement superseded later)" if facts_mod.normalize(sent) in stale else sent)
+        lines.append(f"Initial request: {_trim(' '.join(parts), 400)}")
     if questions:
         lines.append("Questions asked earlier (check whether they were answered):")
         lines += [f"- {_trim(q[0], 200)}" for q in reversed(questions)]

@@ -1,0 +1,159 @@
+"""The context engine against a real store: facts, supersession, budgets, modes."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ctxd.memory import engine, facts
+from ctxd.memory.store import Store
+from ctxd.memory.tokens import estimate
+
+
+@pytest.mark.parametrize("sentence,kind", [
+    ("The budget is at most 25,000 USD.", "money"),
+    ("预算不超过 3 万元。", "money"),
+    ("Keep p95 latency under 200 ms.", "number"),
+    ("The deadline is 2026-03-15.", "date"),
+    ("We are on Django 4.2.11 and jdk-17.", "version"),
+    ("Edit /etc/nginx/conf.d/api.conf first.", "path"),
+    ("Docs live at https://example.com/docs/v2.", "url"),
+    ("Tracked in OPS-4821, discuss in #payments-oncall.", "identifier"),
+    ("Do not use MongoDB.", "constraint"),
+    ("不要使用 Redis。", "constraint"),
+    ("Should we shard by tenant?", "question"),
+    ("I prefer short answers with code.", "preference"),
+    ("Next step: write the migration.", "todo"),
+])
+def test_fact_kinds(sentence, kind):
+    [(tag, kinds, text, *_rest)] = facts.extract(1, 0.0, "user", sentence)
+    assert kind in kinds.split(",") and text == sentence.strip()
+
+
+def test_plain_prose_is_not_a_fact():
+    assert facts.extract(1, 0.0, "user", "Sounds good, thanks for the explanation.") == []
+
+
+def fill(store, turns):
+    for role, text in turns:
+        store.add(role, text)
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = Store(str(tmp_path / "ctx"))
+    yield s
+    s.close()
+
+
+def test_correction_supersedes_and_context_shows_current(store):
+    fill(store, [("user", "The deadline is 2026-03-15 for the launch."),
+                 ("assistant", "OK, planning for that."),
+                 ("user", "Actually the deadline moved to 2026-04-01.")])
+    for i in range(40):
+        fill(store, [("user", f"filler question number {i} about naming things"), ("assistant", "filler answer " * 30)])
+    ctx = engine.assemble(store, budget=600, mode="hybrid")
+    text = engine.to_text(ctx)
+    assert "2026-04-01" in text
+    for line in text.splitlines():
+        if "2026-03-15" in line:
+            assert "superseded" in line
+    assert ctx.superseded == 1
+
+
+def test_duplicates_are_kept_once(store):
+    fill(store, [("user", "Never deploy on Fridays."), ("user", "never deploy on fridays!")])
+    engine.refresh_facts(store)
+    assert store.db.execute("SELECT count(*) FROM facts").fetchone()[0] == 1
+
+
+def test_refresh_is_incremental(store):
+    fill(store, [("user", "Budget at most 100 USD.")] * 3)
+    assert engine.refresh_facts(store) == 3
+    assert engine.refresh_facts(store) == 0
+    store.add("user", "Use port 8443.")
+    assert engine.refresh_facts(store) == 1
+
+
+@pytest.mark.parametrize("budget", [200, 500, 1000, 4000])
+def test_budget_is_respected_and_last_two_kept(store, budget):
+    for i in range(120):
+        fill(store, [("user", f"Question {i}: what about version v1.{i}.0 and the limit of {i} MB?"),
+                     ("assistant", "An answer that goes on for a while. " * 12)])
+    ctx = engine.assemble(store, budget=budget, mode="hybrid")
+    assert len(ctx.recent) >= 2 and ctx.recent[-1].content.startswith("An answer")
+    if budget >= 500:
+        assert estimate(engine.to_text(ctx)) <= budget * 1.1
+
+
+def test_modes(store):
+    fill(store, [("user", f"turn {i} " + "words " * 40) for i in range(30)])
+    zero = engine.assemble(store, budget=2000, mode="zero")
+    assert [m.content for m in zero.recent] == [store.recent(1)[0].content] and zero.parts == []
+    short = engine.assemble(store, budget=2000, mode="short")
+    assert len(short.recent) <= 6
+    long = engine.assemble(store, budget=100000, mode="long")
+    assert len(long.recent) == 30
+    summ = engine.assemble(store, budget=2000, mode="summary")
+    assert len(summ.recent) <= 2
+
+
+def test_auto_mode_hysteresis_and_decision_log(store, tmp_path):
+    log = str(tmp_path / "log")
+    fill(store, [("user", "hello there"), ("assistant", "hi")])
+    first = engine.assemble(store, budget=4000, log_dir=log)
+    assert first.mode == "long"
+    for i in range(60):
+        fill(store, [("user", "Please look at that earlier point about it " + "x " * 60), ("assistant", "y " * 80)])
+    second = engine.assemble(store, budget=1000, log_dir=log)  # long cannot hold it: switches at once
+    assert second.mode == "hybrid"
+    store.add("user", "ok")
+    # a calm turn would suggest another mode; one call is not enough to flip back
+    modes = [engine.assemble(store, budget=1000, log_dir=log).mode for _ in range(3)]
+    assert modes[0] == "hybrid"
+    lines = [json.loads(l) for l in open(os.path.join(log, "decisions.jsonl"))]
+    assert len(lines) == 5
+    for d in lines:
+        assert {"mode", "reason", "window", "tokens", "budget"} <= set(d)
+
+
+def test_json_format_is_openai_messages(store):
+    fill(store, [("user", "Budget at most 5 USD."), ("assistant", "ok"), ("tool", "output")])
+    msgs = engine.to_messages(engine.assemble(store, budget=2000, mode="hybrid"))
+    assert msgs[0]["role"] == "system" and all(m["role"] in ("system", "user", "assistant") for m in msgs)
+
+
+def test_query_pulls_older_turns(store):
+    store.add("user", "The secret codename is BLUEFALCON for the migration.")
+    for i in range(200):
+        fill(store, [("user", f"unrelated chatter {i} " + "z " * 30)])
+    ctx = engine.assemble(store, budget=800, mode="hybrid", query="BLUEFALCON")
+    assert "BLUEFALCON" in engine.to_text(ctx)
+
+
+def test_system_block_compact_when_large(store):
+    fill(store, [("user", "hi"), ("assistant", "hello")])
+    big = "Rule one is short.\n\n" + "Long elaboration. " * 400
+    ctx = engine.assemble(store, budget=1000, mode="hybrid", system=big, system_compact="Rule one is short.")
+    assert ctx.parts[0].name == "system" and ctx.parts[0].text == "Rule one is short."
+
+
+def ctxd(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "ctxd", *args], cwd=cwd, env=dict(os.environ, PWD=str(cwd)),
+                          capture_output=True, text=True)
+
+
+def test_context_command(tmp_path):
+    (tmp_path / "Makefile").touch()
+    p = ctxd("context", cwd=tmp_path)
+    assert p.returncode == 4 and p.stderr.startswith("ctxd: no conversation recorded")
+    assert ctxd("chat", "add", "Do not use MongoDB; budget at most 25,000 USD.", cwd=tmp_path).returncode == 0
+    p = ctxd("context", "--budget", "500", "--format", "text", "--explain", cwd=tmp_path)
+    assert p.returncode == 0 and "25,000 USD" in p.stdout
+    assert "mode " in p.stderr and "budget 500 tokens" in p.stderr
+    msgs = json.loads(ctxd("context", "--format", "json", cwd=tmp_path).stdout)
+    assert msgs[-1]["role"] == "user"
+    p = ctxd("context", "--budget", "500", "--model", "gpt-4o", cwd=tmp_path)
+    assert p.returncode == 2
