@@ -43,8 +43,9 @@ def cli():
 
 
 def _register():
-    from ctxd.commands import chat, context, export, hook, rcfile, setup, show, trust
+    from ctxd.commands import chat, context, export, hook, rcfile, setup, show, task, trust
 
+    cli.add_command(task.task)
     cli.add_command(chat.chat)
     cli.add_command(context.context)
     cli.add_command(trust.allow)

@@ -24,9 +24,12 @@ def _open(redact=True, create=True):
 
 
 def rerender(store, project):
-    from ctxd.memory import render
+    """context.md now; LLM summaries (when configured) in a detached background job."""
+    from ctxd.memory import render, summarizer
 
-    return render.write(store, project.root)
+    path = render.write(store, project.root)
+    summarizer.spawn_refresh(project)
+    return path
 
 
 def _parse_when(value):
@@ -187,6 +190,21 @@ def export_(fmt, session):
                 click.echo(json.dumps(obj, ensure_ascii=False))
             else:
                 click.echo(f"### {m.role} · {m.to_json()['time']} · {m.source}\n\n{m.content}\n")
+
+
+@chat.command()
+def refresh():
+    """Bring facts and (with [summarizer] in config.toml) the LLM summary up to date.
+
+    Run in the background after each recorded turn; safe to run by hand.
+    """
+    from ctxd.memory import engine, summarizer
+
+    p, store = _open(create=False)
+    with store:
+        n = engine.refresh_facts(store)
+        status = summarizer.refresh(store, p.config)
+    click.echo(f"ctxd: {n} new messages read for facts; summarizer: {status}")
 
 
 @chat.command()

@@ -49,9 +49,12 @@ def system_block(project):
 def build(project, store, *, budget, mode="auto", query=None):
     from ctxd.memory import engine
 
+    from ctxd.memory import summarizer
+
     system, compact = system_block(project)
+    llm = summarizer.load(project.context_dir) if summarizer.settings(project.config) else None
     return engine.assemble(store, budget=budget, mode=mode, query=query, system=system,
-                           system_compact=compact, log_dir=project.context_dir)
+                           system_compact=compact, log_dir=project.context_dir, llm_summary=llm)
 
 
 @click.command()
@@ -90,4 +93,9 @@ def context(model, budget, mode, fmt, query, explain):
     else:
         click.echo(engine.to_markdown(ctx, f"Conversation context: {os.path.basename(project.root)}"), nl=False)
     if explain:
-        click.echo(f"budget from {how}\n" + engine.explain(ctx), err=True)
+        from ctxd.memory import summarizer
+
+        note = ""
+        if summarizer.settings(project.config):
+            note = f"\nsummarizer: {summarizer.last_status(project.context_dir) or 'no run finished yet'}"
+        click.echo(f"budget from {how}\n" + engine.explain(ctx) + note, err=True)

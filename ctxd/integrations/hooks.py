@@ -123,6 +123,9 @@ def _rerender(store, project):
     from ctxd.memory import render
 
     render.write(store, project.root)
+    from ctxd.memory import summarizer
+
+    summarizer.spawn_refresh(project)  # LLM summary (if configured) in the background; never waited for
 
 
 def _dedup_exists(store, key):

@@ -160,10 +160,24 @@ def facts_block(rows, budget):
     return [c[2] for c in chosen], "\n".join(c[1] for c in chosen)
 
 
-def summary_block(store, older_upto, budget, cache_dir):
-    """Extractive summary of messages with id <= older_upto, cached by that range."""
+def summary_block(store, older_upto, budget, cache_dir, llm=None):
+    """Summary of messages with id <= older_upto: the latest finished LLM summary when one
+    covers them (never waited for), else extractive; cached by the range it covers."""
     if older_upto <= 0:
         return ""
+    if llm and llm.get("upto", 0) > 0 and llm.get("text"):
+        pieces = llm["text"].split("\n\n")  # one per chunk; keep the newest that fit
+        kept = []
+        for piece in reversed(pieces):
+            if estimate("\n\n".join([piece] + kept)) > budget - 30:
+                break
+            kept.insert(0, piece)
+        if kept:
+            more = store.db.execute("SELECT count(*) FROM messages WHERE id > ? AND id <= ?",
+                                    (llm["upto"], older_upto)).fetchone()[0]
+            head = f"({len(pieces) - len(kept)} older summary parts left out.)\n" if len(kept) < len(pieces) else ""
+            tail = f"\n({more} later messages are not in this summary; their facts are listed.)" if more else ""
+            return head + "\n\n".join(kept) + tail
     first = store.db.execute("SELECT min(id) FROM messages").fetchone()[0] or 0
     # the range it covers, and how many corrections it knows of (a later correction re-marks it)
     stale_n = store.db.execute("SELECT count(*) FROM facts WHERE superseded_by IS NOT NULL").fetchone()[0]
@@ -254,7 +268,8 @@ def _previous(decisions_path):
 
 # -- assembly --------------------------------------------------------------------------
 
-def assemble(store, *, budget, mode="auto", query=None, system=None, system_compact=None, log_dir=None):
+def assemble(store, *, budget, mode="auto", query=None, system=None, system_compact=None, log_dir=None,
+             llm_summary=None):
     refresh_facts(store)
     ctx = Context()
     ctx.budget = budget
@@ -281,6 +296,14 @@ def assemble(store, *, budget, mode="auto", query=None, system=None, system_comp
             p = Part("system", sys_text)
             ctx.parts.append(p)
             used += p.tokens
+
+    from ctxd.memory import tasks
+
+    task_text = tasks.render_open(store)
+    if task_text and mode != "zero":
+        p = Part("task", task_text)
+        ctx.parts.append(p)
+        used += p.tokens
 
     rows = []
     if mode in ("summary", "hybrid"):
@@ -328,9 +351,11 @@ def assemble(store, *, budget, mode="auto", query=None, system=None, system_comp
     if mode in ("summary", "hybrid") and ctx.recent:
         older_upto = ctx.recent[0].id - 1
         left = max(0, budget - used - sum(m.tokens + PER_MESSAGE for m in ctx.recent))
-        s = summary_block(store, older_upto, min(left, int(budget * 0.15)), os.path.join(log_dir or store.dir, "cache"))
+        s = summary_block(store, older_upto, min(left, int(budget * 0.15)), os.path.join(store.dir, "cache"),
+                          llm=llm_summary)
         if s:
-            ctx.parts.insert(1 if system else 0, Part("summary", s))
+            at = next((i for i, p in enumerate(ctx.parts) if p.name in ("facts", "query")), len(ctx.parts))
+            ctx.parts.insert(at, Part("summary", s))
 
     ctx.decision = {
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "mode": mode, "reason": reason,
@@ -352,7 +377,7 @@ def assemble(store, *, budget, mode="auto", query=None, system=None, system_comp
 
 # -- output formats ---------------------------------------------------------------------
 
-TITLES = {"system": "Project instructions", "facts": "Facts to keep (current values; newer statements win)",
+TITLES = {"system": "Project instructions", "task": "Current task (working memory)", "facts": "Facts to keep (current values; newer statements win)",
           "summary": "Summary of earlier turns", "query": "Relevant earlier turns"}
 
 

@@ -32,7 +32,10 @@ def render(store, root, max_chars=TOTAL_CHARS):
     if n == 0:
         return "\n".join(head + ["(no turns recorded yet)"]) + "\n"
     # ~4 characters a token for English; CJK text is denser, so this stays within max_chars
-    ctx = engine.assemble(store, budget=max(256, (max_chars - 400) // 4), mode="auto")
+    from ctxd.memory import summarizer
+
+    ctx = engine.assemble(store, budget=max(256, (max_chars - 400) // 4), mode="auto",
+                          llm_summary=summarizer.load(store.dir))
     for m in ctx.recent:
         if m.output_path:  # a huge output: its head and where the whole of it is
             m.content = (m.content[:400] + f"\n[... full output: {m.output_chars} characters in {m.output_path}; "

@@ -79,6 +79,23 @@ MIGRATIONS = [
         DELETE FROM facts WHERE msg_id = old.id;
     END;
     """,
+    # 3: working memory: the task at hand and the notes attached to it
+    """
+    CREATE TABLE IF NOT EXISTS tasks(
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('open', 'done')),
+        started REAL NOT NULL,
+        finished REAL
+    );
+    CREATE TABLE IF NOT EXISTS task_notes(
+        id INTEGER PRIMARY KEY,
+        task_id INTEGER NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
+        ts REAL NOT NULL,
+        text TEXT NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS tasks_status ON tasks(status, id);
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

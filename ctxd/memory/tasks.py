@@ -1,0 +1,69 @@
+"""Working memory: the task at hand, its notes, shown in the context while open.
+
+``ctxd task start NAME`` opens a task (one at a time: starting another puts
+the open one back to done first only when asked), notes attach to it,
+``ctxd task done`` closes it and releases it into the long-term record: a
+system message in the conversation, so its facts are extracted like any
+other turn.
+"""
+
+import time
+
+from ctxd.errors import CtxdError, ExitCode
+
+
+def current(store):
+    return store.db.execute("SELECT * FROM tasks WHERE status = 'open' ORDER BY id DESC LIMIT 1").fetchone()
+
+
+def notes(store, task_id):
+    return [r["text"] for r in store.db.execute(
+        "SELECT text FROM task_notes WHERE task_id = ? ORDER BY id", (task_id,))]
+
+
+def start(store, name):
+    name = name.strip()
+    if not name:
+        raise CtxdError("a task needs a name", ExitCode.USAGE)
+    open_ = current(store)
+    if open_ is not None:
+        raise CtxdError(f"task {open_['name']!r} is still open: ctxd task done first", ExitCode.USAGE)
+    store.db.execute("BEGIN IMMEDIATE")
+    try:
+        tid = store.db.execute("INSERT INTO tasks(name, status, started) VALUES (?, 'open', ?)",
+                               (name, time.time())).lastrowid
+        store.db.execute("COMMIT")
+    except BaseException:
+        store.db.execute("ROLLBACK")
+        raise
+    return tid
+
+
+def note(store, text, redact=True):
+    t = current(store)
+    if t is None:
+        raise CtxdError("no open task: ctxd task start NAME", ExitCode.NOT_FOUND)
+    if redact and store.redactor is not None:
+        text, _ = store.redactor(text)
+    store.db.execute("INSERT INTO task_notes(task_id, ts, text) VALUES (?, ?, ?)", (t["id"], time.time(), text))
+    return t["name"]
+
+
+def done(store):
+    t = current(store)
+    if t is None:
+        raise CtxdError("no open task", ExitCode.NOT_FOUND)
+    ns = notes(store, t["id"])
+    body = f"Task done: {t['name']}." + "".join(f"\n- {n}" for n in ns)
+    store.db.execute("UPDATE tasks SET status = 'done', finished = ? WHERE id = ?", (time.time(), t["id"]))
+    store.add("system", body, source="task", importance=0.8, redact=False)
+    return t["name"], len(ns)
+
+
+def render_open(store):
+    t = current(store)
+    if t is None:
+        return ""
+    ns = notes(store, t["id"])
+    since = time.strftime("%Y-%m-%d %H:%M", time.gmtime(t["started"]))
+    return f"{t['name']} (open since {since} UTC)" + "".join(f"\n- {n}" for n in ns)
