@@ -157,3 +157,20 @@ def test_context_command(tmp_path):
     assert msgs[-1]["role"] == "user"
     p = ctxd("context", "--budget", "500", "--model", "gpt-4o", cwd=tmp_path)
     assert p.returncode == 2
+
+
+def test_task_working_memory(tmp_path):
+    (tmp_path / "Makefile").touch()
+    assert ctxd("chat", "add", "hello", cwd=tmp_path).returncode == 0
+    assert ctxd("task", "start", "Migrate the loader", cwd=tmp_path).returncode == 0
+    p = ctxd("task", "start", "Another", cwd=tmp_path)
+    assert p.returncode == 2 and "still open" in p.stderr
+    assert ctxd("task", "note", "keep BOM handling in src/loader.py", cwd=tmp_path).returncode == 0
+    out = ctxd("context", "--budget", "800", "--format", "text", cwd=tmp_path).stdout
+    assert "Current task (working memory):\nMigrate the loader" in out and "keep BOM handling" in out
+    assert "1 note kept" in ctxd("task", "done", cwd=tmp_path).stdout
+    out = ctxd("context", "--budget", "800", "--format", "text", cwd=tmp_path).stdout
+    assert "Current task" not in out
+    log = [json.loads(l) for l in ctxd("chat", "log", "--json", cwd=tmp_path).stdout.splitlines()]
+    assert log[-1]["role"] == "system" and "keep BOM handling in src/loader.py" in log[-1]["content"]
+    assert ctxd("task", "done", cwd=tmp_path).returncode == 4
