@@ -300,7 +300,7 @@ def assemble(store, *, budget, mode="auto", query=None, system=None, system_comp
     from ctxd.memory import tasks
 
     task_text = tasks.render_open(store)
-    if task_text and mode != "zero":
+    if task_text:  # working memory shows in every mode, zero included
         p = Part("task", task_text)
         ctx.parts.append(p)
         used += p.tokens
