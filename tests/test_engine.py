@@ -174,3 +174,19 @@ def test_task_working_memory(tmp_path):
     log = [json.loads(l) for l in ctxd("chat", "log", "--json", cwd=tmp_path).stdout.splitlines()]
     assert log[-1]["role"] == "system" and "keep BOM handling in src/loader.py" in log[-1]["content"]
     assert ctxd("task", "done", cwd=tmp_path).returncode == 4
+
+
+def test_markdown_is_a_session_memory(store):
+    fill(store, [("user", "Please always answer in English. Do not use MongoDB."),
+                 ("assistant", "Using Django 4.2.11."),
+                 ("user", "I edited src/app/models.py"),
+                 ("tool", "Traceback: error in src/app/models.py line 3"),
+                 ("user", "Should we add an index?"),
+                 ("user", "TODO: write the migration"),
+                 ("assistant", "Next step: run the tests."),
+                 ("user", "The tests are done now and merged in PR-12.")])
+    md = engine.to_markdown(engine.assemble(store, budget=2000, mode="hybrid"))
+    for section in ("Requirements and preferences", "Key technical points", "Errors and fixes", "Progress",
+                    "User questions", "Pending tasks", "Next step", "Current work"):
+        assert f"**{section}**" in md, section
+    assert "- Should we add an index?" in md

@@ -390,10 +390,52 @@ def to_text(ctx):
     return "\n\n".join(out) + "\n"
 
 
+ERRORS = re.compile(r"(?i)\b(?:error|exception|traceback|failed|failure|crash|bug|fix(?:ed)?|broken)\b|报错|错误|异常|修复|失败")
+DONE = re.compile(r"(?i)\b(?:done|finished|completed|merged|shipped|deployed|works now)\b|完成|搞定|已上线")
+NEXT = re.compile(r"(?i)\bnext step|\bnext,? (?:we|i)\b|下一步")
+SECTIONS = ("Requirements and preferences", "Key technical points", "Files touched", "Errors and fixes",
+            "Progress", "User questions", "Pending tasks", "Next step", "Superseded (no longer current)")
+
+
+def session_memory(ctx):
+    """The facts kept, arranged as a session memory: {section: [lines]} in SECTIONS order."""
+    out = {k: [] for k in SECTIONS}
+    for r in ctx.facts:
+        text, kinds = _trim(r["text"]), set(r["kinds"].split(","))
+        if r["superseded_by"] is not None:
+            out["Superseded (no longer current)"].append(_trim(r["text"], 160))
+        elif r["tag"] == "question":
+            out["User questions"].append(r["text"])  # verbatim
+        elif NEXT.search(text):
+            out["Next step"].append(text)
+        elif r["tag"] == "todo":
+            out["Pending tasks"].append(text)
+        elif ERRORS.search(text):
+            out["Errors and fixes"].append(text)
+        elif DONE.search(text):
+            out["Progress"].append(text)
+        elif r["tag"] in ("requirement", "preference"):
+            out["Requirements and preferences"].append(text)
+        elif kinds == {"path"} or ("path" in kinds and not kinds & {"version", "url", "money", "date"}):
+            out["Files touched"].append(text)
+        else:
+            out["Key technical points"].append(text)
+    return {k: v for k, v in out.items() if v}
+
+
 def to_markdown(ctx, title="Conversation context"):
     out = [f"# {title}", ""]
     for p in ctx.parts:
+        if p.name == "facts" and ctx.facts:
+            out += ["## Session memory", ""]
+            for section, lines in session_memory(ctx).items():
+                out += [f"**{section}**", ""] + [f"- {l}" for l in lines] + [""]
+            continue
         out += [f"## {TITLES[p.name]}", "", p.text, ""]
+    if ctx.recent:
+        last_user = [m for m in ctx.recent if m.role == "user"][-1:]
+        if last_user and ctx.facts:
+            out += ["**Current work** (the latest request)", "", _trim(last_user[0].content, 400), ""]
     if ctx.recent:
         out += ["## Recent turns", ""]
         for m in ctx.recent:
