@@ -128,9 +128,12 @@ def _merge(db, msg, tag, kinds, text, norm, topic, prio):
 def live_facts(store, limit=400):
     """Facts by priority: current ones first; superseded ones after, marked as such
     (they may still carry details the newer statement does not repeat)."""
-    return store.db.execute(
-        "SELECT * FROM facts ORDER BY (superseded_by IS NOT NULL), priority DESC, id ASC LIMIT ?",
-        (limit,)).fetchall()
+    # two index-driven queries (facts_live): the cost follows the limit, not the history
+    live = store.db.execute("SELECT * FROM facts WHERE superseded_by IS NULL ORDER BY priority DESC, id ASC "
+                            "LIMIT ?", (limit,)).fetchall()
+    old = store.db.execute("SELECT * FROM facts WHERE superseded_by IS NOT NULL ORDER BY id DESC LIMIT ?",
+                           (limit // 4,)).fetchall()
+    return live + sorted(old, key=lambda r: -r["priority"])
 
 
 def superseded_count(store):
@@ -180,7 +183,7 @@ def summary_block(store, older_upto, budget, cache_dir, llm=None):
             return head + "\n\n".join(kept) + tail
     first = store.db.execute("SELECT min(id) FROM messages").fetchone()[0] or 0
     # the range it covers, and how many corrections it knows of (a later correction re-marks it)
-    stale_n = store.db.execute("SELECT count(*) FROM facts WHERE superseded_by IS NOT NULL").fetchone()[0]
+    stale_n = superseded_count(store)
     key = f"summary-{first}-{older_upto}-{budget}-{stale_n}.json"
     path = os.path.join(cache_dir, key)
     try:
@@ -190,7 +193,9 @@ def summary_block(store, older_upto, budget, cache_dir, llm=None):
         pass
     db = store.db
     n = db.execute("SELECT count(*) FROM messages WHERE id BETWEEN ? AND ?", (first, older_upto)).fetchone()[0]
-    t0, t1 = db.execute("SELECT min(ts), max(ts) FROM messages WHERE id <= ?", (older_upto,)).fetchone()
+    t0 = db.execute("SELECT ts FROM messages WHERE id >= ? ORDER BY id LIMIT 1", (first,)).fetchone()
+    t1 = db.execute("SELECT ts FROM messages WHERE id <= ? ORDER BY id DESC LIMIT 1", (older_upto,)).fetchone()
+    t0, t1 = (t0[0] if t0 else 0), (t1[0] if t1 else 0)
     first_user = db.execute("SELECT content FROM messages WHERE role = 'user' AND id <= ? ORDER BY id LIMIT 1",
                             (older_upto,)).fetchone()
     questions = db.execute("SELECT text FROM facts WHERE tag = 'question' AND superseded_by IS NULL AND msg_id <= ? "
@@ -198,7 +203,8 @@ def summary_block(store, older_upto, budget, cache_dir, llm=None):
     lines = [f"Earlier conversation: {n} messages, {_day(t0)} to {_day(t1)}."]
     if first_user:
         # built from the source message, but a statement corrected since is marked, not repeated
-        stale = {r[0] for r in db.execute("SELECT norm FROM facts WHERE superseded_by IS NOT NULL")}
+        stale = {r[0] for r in db.execute("SELECT norm FROM facts WHERE superseded_by IS NOT NULL "
+                                          "AND msg_id <= ?", (older_upto,))}
         parts = []
         for sent in facts_mod.sentences(first_user[0]):
             parts.append("(a statement superseded later)" if facts_mod.normalize(sent) in stale else sent)
