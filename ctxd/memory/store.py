@@ -73,7 +73,7 @@ MIGRATIONS = [
     );
     CREATE INDEX IF NOT EXISTS facts_msg ON facts(msg_id);
     CREATE INDEX IF NOT EXISTS facts_topic ON facts(topic, id);
-    CREATE INDEX IF NOT EXISTS facts_live ON facts(superseded_by, priority);
+    CREATE INDEX IF NOT EXISTS facts_live ON facts(superseded_by, priority DESC, id);
     CREATE INDEX IF NOT EXISTS facts_norm ON facts(norm);
     CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
     CREATE TRIGGER IF NOT EXISTS messages_ad_facts AFTER DELETE ON messages BEGIN
