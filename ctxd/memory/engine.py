@@ -66,8 +66,8 @@ def refresh_facts(store, batch=2000):
     upto = int(row[0]) if row else 0
     seen = 0
     while True:
-        rows = db.execute("SELECT id, ts, role, content, importance FROM messages WHERE id > ? ORDER BY id LIMIT ?",
-                          (upto, batch)).fetchall()
+        rows = db.execute("SELECT id, ts, role, content, importance, session FROM messages WHERE id > ? "
+                          "ORDER BY id LIMIT ?", (upto, batch)).fetchall()
         if not rows:
             break
         db.execute("BEGIN IMMEDIATE")
@@ -79,8 +79,12 @@ def refresh_facts(store, batch=2000):
                 db.execute("COMMIT")
                 continue
             for r in rows:
+                early = r["role"] == "user" and db.execute(
+                    "SELECT count(*) FROM (SELECT 1 FROM messages WHERE session = ? AND role = 'user' AND id < ? "
+                    "LIMIT ?)", (r["session"], r["id"], facts_mod.EARLY_USER_TURNS)).fetchone()[0] \
+                    < facts_mod.EARLY_USER_TURNS
                 for tag, kinds, text, norm, topic, prio in facts_mod.extract(r["id"], r["ts"], r["role"], r["content"],
-                                                                            r["importance"]):
+                                                                            r["importance"], early):
                     _merge(db, r, tag, kinds, text, norm, topic, prio)
             upto = rows[-1]["id"]
             db.execute("INSERT INTO meta(key, value) VALUES ('facts_upto', ?) "
@@ -97,6 +101,21 @@ def _words(norm):
     return {w for w in norm.split() if not any(c.isdigit() for c in w)}
 
 
+def _terms(text):
+    """Content words (and CJK bigrams) without digits: what a statement is about."""
+    low = text.lower()
+    words = {w for w in re.findall(r"[a-z][a-z_-]{2,}", low) if w not in _STOP}
+    cjk = re.findall(r"[\u4e00-\u9fff]+", text)
+    for run in cjk:
+        words.update(run[i:i + 2] for i in range(len(run) - 1))
+    return words
+
+
+_STOP = set("the and for with that this from into are was were will would should could have has had not but "
+            "about over under after before then than our your their its also just very more most some any "
+            "all can may might must been being which what when where who whom whose why how".split())
+
+
 def _merge(db, msg, tag, kinds, text, norm, topic, prio):
     # an exact repeat of a live fact: keep the first statement
     if db.execute("SELECT 1 FROM facts WHERE norm = ? AND superseded_by IS NULL LIMIT 1", (norm,)).fetchone():
@@ -104,25 +123,71 @@ def _merge(db, msg, tag, kinds, text, norm, topic, prio):
     cur = db.execute("INSERT INTO facts(msg_id, ts, role, tag, kinds, text, norm, topic, priority) "
                      "VALUES (?,?,?,?,?,?,?,?,?)", (msg["id"], msg["ts"], msg["role"], tag, kinds, text, norm, topic, prio))
     new_id = cur.lastrowid
-    if not topic:
-        return
     kset = set(kinds.split(","))
     values = kset & set(facts_mod.HARD)
-    if not values:
+    if not values or msg["role"] == "tool":
         return
     correction = "correction" in kset
+    terms = _terms(text)
+    if correction:
+        # "the cutover moves to 2026-04-12": the latest earlier fact with a value of the
+        # same kind that shares the most words with the correction is what it corrects
+        # a value the correction names as wrong ("..., not 14:05 UTC") points at its fact
+        named = {v for st, _, v in facts_mod.hard_values(text) if _NEGATED.search(text[max(0, st - 14):st])}
+        best, best_score = None, 0
+        for old in db.execute("SELECT id, kinds, text FROM facts WHERE superseded_by IS NULL AND id < ? "
+                              "ORDER BY id DESC LIMIT 3000", (new_id,)).fetchall():
+            if not (set(old["kinds"].split(",")) & values):
+                continue
+            score = len(terms & _terms(old["text"])) + sum(10 for v in named if v in old["text"])
+            if score > best_score:
+                best, best_score = old["id"], score
+        if best is not None and best_score >= 1:
+            _supersede(db, best, new_id, values, terms, text)
+        return
+    if not topic:
+        return
     words = _words(norm)
     for old in db.execute("SELECT id, kinds, norm FROM facts WHERE topic = ? AND superseded_by IS NULL AND id < ? "
                           "ORDER BY id DESC LIMIT 20", (topic, new_id)).fetchall():
-        okinds = set(old["kinds"].split(","))
-        if not (okinds & values):
+        if not (set(old["kinds"].split(",")) & values):
             continue
         owords = _words(old["norm"])
-        similar = len(words & owords) / max(1, len(words | owords))
-        if correction or similar >= 0.6:
+        if len(words & owords) / max(1, len(words | owords)) >= 0.6:  # the same statement, a new value
             db.execute("UPDATE facts SET superseded_by = ? WHERE id = ?", (new_id, old["id"]))
-            if not correction:
-                break
+            break
+
+
+def _supersede(db, old_id, new_id, kinds, terms, new_text):
+    """Mark the old fact superseded; when it also carries other values ("the defense
+    is on 2026-06-30, the midterm on 2026-04-10"), keep it current with only the
+    corrected value marked, so the other details are not lost with it."""
+    old = db.execute("SELECT text FROM facts WHERE id = ?", (old_id,)).fetchone()["text"]
+    values = facts_mod.hard_values(old, [k for k in kinds if k in facts_mod.HARD])
+    # values the correction states as current ("13:52 UTC, not 14:05 UTC": only 13:52)
+    fresh = {v for st, _, v in facts_mod.hard_values(new_text) if not _NEGATED.search(new_text[max(0, st - 14):st])}
+    stale = [v for v in values if v[2] not in fresh]
+    if not stale:
+        return  # a restatement of the same value, not a correction of this fact
+    if len(facts_mod.hard_values(old)) <= 1:
+        db.execute("UPDATE facts SET superseded_by = ? WHERE id = ?", (new_id, old_id))
+        return
+    # the stale value nearest to the words the correction shares with this fact
+    anchors = [i for t in terms for i in _find_all(old.lower(), t)] or [0]
+    start, end, value = min(stale, key=lambda v: min(abs(v[0] - a) for a in anchors))
+    text = old[:start] + f"{value} {STALE_MARK}" + old[end:]
+    db.execute("UPDATE facts SET text = ? WHERE id = ?", (text, old_id))  # norm stays: the source sentence
+
+
+STALE_MARK = "(superseded, no longer current)"
+_NEGATED = re.compile(r"(?i)(?:\bnot|\binstead of|\brather than|\bwas|\bfrom|不是|而非|原来|原定|从)\s*$")
+
+
+def _find_all(hay, needle):
+    i = hay.find(needle)
+    while i != -1:
+        yield i
+        i = hay.find(needle, i + 1)
 
 
 def live_facts(store, limit=400):
@@ -198,20 +263,18 @@ def summary_block(store, older_upto, budget, cache_dir, llm=None):
     t0, t1 = (t0[0] if t0 else 0), (t1[0] if t1 else 0)
     first_user = db.execute("SELECT content FROM messages WHERE role = 'user' AND id <= ? ORDER BY id LIMIT 1",
                             (older_upto,)).fetchone()
-    questions = db.execute("SELECT text FROM facts WHERE tag = 'question' AND superseded_by IS NULL AND msg_id <= ? "
-                           "ORDER BY id DESC LIMIT 5", (older_upto,)).fetchall()
     lines = [f"Earlier conversation: {n} messages, {_day(t0)} to {_day(t1)}."]
     if first_user:
         # built from the source message, but a statement corrected since is marked, not repeated
         stale = {r[0] for r in db.execute("SELECT norm FROM facts WHERE superseded_by IS NOT NULL "
                                           "AND msg_id <= ?", (older_upto,))}
+        marked = {r[0]: r[1] for r in db.execute("SELECT norm, text FROM facts WHERE superseded_by IS NULL "
+                                                 "AND msg_id <= ? AND text LIKE ?", (older_upto, f"%{STALE_MARK}%"))}
         parts = []
         for sent in facts_mod.sentences(first_user[0]):
-            parts.append("(a statement superseded later)" if facts_mod.normalize(sent) in stale else sent)
+            norm = facts_mod.normalize(sent)
+            parts.append("(a statement superseded later)" if norm in stale else marked.get(norm, sent))
         lines.append(f"Initial request: {_trim(' '.join(parts), 400)}")
-    if questions:
-        lines.append("Questions asked earlier (check whether they were answered):")
-        lines += [f"- {_trim(q[0], 200)}" for q in reversed(questions)]
     text = "\n".join(lines)
     while estimate(text) > budget and len(lines) > 1:
         lines.pop()
@@ -314,7 +377,7 @@ def assemble(store, *, budget, mode="auto", query=None, system=None, system_comp
     rows = []
     if mode in ("summary", "hybrid"):
         rows = live_facts(store)
-        cap = int(budget * (0.6 if mode == "summary" else 0.45))
+        cap = int(budget * (0.65 if mode == "summary" else 0.55))
         chosen, text = facts_block(rows, cap)
         if text:
             p = Part("facts", text)

@@ -11,21 +11,21 @@ about the same thing, and de-duplicated.
 
 import re
 
-_SENT = re.compile(r"(?<=[.!?。！？；;])\s+|\n+|(?<=[。！？；])")
+_SENT = re.compile(r"(?<=[.!?。！？])\s+|\n+|(?<=[。！？])")
 
 RX = {
     "money": re.compile(r"(?:[$€£¥]\s?\d[\d,.]*\s?[kKmM]?\b|\b\d[\d,.]*\s?(?:[kKmM]\s?)?(?:USD|EUR|GBP|CNY|RMB|JPY|dollars?|euros?)\b|\d[\d,.]*\s?(?:万|千|百)?\s?(?:元|美元|人民币|块))"),
-    "number": re.compile(r"\b\d[\d,.]*\s?(?:%|ms|s|sec|seconds?|minutes?|min|hours?|h|days?|weeks?|months?|years?|[KMGT]i?B|bytes?|rps|qps|req/s|users?|nodes?|cores?|GB|MB|TB|x)\b|\d+\s?(?:毫秒|秒|分钟|小时|天|周|个月|年|人|台|核|万|千|%)"),
-    "date": re.compile(r"\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?(?:,? \d{4})?\b|\d{4}年\d{1,2}月(?:\d{1,2}日)?|\d{1,2}月\d{1,2}[日号]|\b(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|tomorrow|today|next week)\b|(?:周[一二三四五六日]|星期[一二三四五六日天]|明天|下周)"),
+    "number": re.compile(r"\b\d[\d,.]*\s?(?:%|ms|s|sec|seconds?|minutes?|min|hours?|h|days?|weeks?|months?|years?|[KMGT]i?B|bytes?|rps|qps|req/s|users?|nodes?|cores?|GB|MB|TB|x|errors?|timeouts?|requests?|failures?|retries|connections?|rows?|tables?|records?|replicas?|shards?|instances?|workers?|threads?|people|engineers?)\b|\b\d[\d,]*\s[a-z-]+\s(?:errors|timeouts|requests|failures|retries|connections|rows|records|users|kills|warnings)\b|\b(?:port|pid|uid|gid|id|issue|pr|#)\s*#?\d{2,}\b|\d+(?:\.\d+)?\s?(?:毫秒|秒|分钟|小时|天|周|个月|年|人|台|核|万|千|%)|(?:端口|编号|工号)\s*\d+"),
+    "date": re.compile(r"\b\d{1,2}:\d{2}(?::\d{2})?\s?(?:UTC|GMT|CET|PST|EST|[AaPp]\.?[Mm]\.?)\b|\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?(?:,? \d{4})?\b|\d{4}年\d{1,2}月(?:\d{1,2}日)?|\d{1,2}月\d{1,2}[日号]|\b(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|tomorrow|today|next week)\b|(?:周[一二三四五六日]|星期[一二三四五六日天]|明天|下周)"),
     "version": re.compile(r"\bv\d+(?:\.\d+)+\b|\b[A-Za-z][\w.+-]*[ -]v?\d+\.\d+(?:\.\d+)*\b|\b[a-z]+-\d+(?:\.\d+)*\b"),
     "path": re.compile(r"(?:~|\.{1,2})?/(?:[\w.@+-]+/)*[\w.@+-]+|\b[\w.-]+/(?:[\w.-]+/)*[\w-]+\.[A-Za-z0-9]{1,6}\b"),
     "url": re.compile(r"\bhttps?://[^\s)>\]\"'，。]+"),
     "identifier": re.compile(r"\b[A-Z][A-Z0-9]{1,9}-\d+\b|#[\w-]{2,}|@[\w-]{2,}"),
-    "constraint": re.compile(r"(?i)\b(?:do not|don't|never|must not|mustn't|must|should not|shouldn't|cannot|can't|at most|at least|no more than|no less than|not exceed|under|below|above|maximum|minimum|max|min|only|avoid|forbidden|required?|without)\b|不要|不能|不得|不可|禁止|必须|至少|至多|最多|不超过|不少于|不低于|不高于|只能|务必|避免"),
-    "question": re.compile(r"[?？]\s*$"),
-    "preference": re.compile(r"(?i)\b(?:i prefer|i'd prefer|i like|i want|please (?:always|never|use|keep|answer|reply|write)|i'd rather|my preference)\b|我(?:更)?喜欢|我希望|我想要|请(?:用|使用|始终|总是|不要)|偏好"),
+    "constraint": re.compile(r"(?i)\b(?:do not|don't|never|must not|mustn't|must|should not|cannot|can't|at most|at least|no more than|no less than|not exceed|not more than|hard (?:requirement|rule|limit)|forbidden|required|mandatory|red line)\b|不要|不能|不得|不可|禁止|必须|至少|至多|最多|不超过|不少于|不低于|不高于|只能|务必|红线|硬性"),
+    "question": re.compile(r"(?i)[?？]\s*$|\b(?:still open|open questions?|not (?:yet )?decided|undecided|tbd|to be decided|unclear whether|not sure whether|no answer yet)\b|没定|未定|待定|还没(?:有)?(?:回复|决定|确定)|悬而未决"),
+    "preference": re.compile(r"(?i)\b(?:i prefer|i'd prefer|i like|i want|please (?:always|never|use|keep|answer|reply|write|be)|i'd rather|my preferences?|preferences? on how)\b|我(?:更)?喜欢|我希望|我想要|请(?:用|使用|始终|总是|不要|先)|偏好|习惯"),
     "todo": re.compile(r"(?i)\b(?:todo|to-do|next step|action item|we need to|need to|remember to|follow up|pending)\b|待办|下一步|需要做|记得|跟进"),
-    "correction": re.compile(r"(?i)\b(?:actually|correction|instead|changed? to|moved? to|no longer|update:|scratch that|not \S+ anymore|rather than|revised|postponed|pushed (?:back|out) to)\b|改为|改成|改到|推迟到|提前到|更正|不再|其实是|修改为"),
+    "correction": re.compile(r"(?i)\b(?:actually|correction|change[sd]? to|move[sd]? to|no longer|update:|scratch that|not \S+ anymore|revised|postponed|pushed (?:back|out) to|raised to|lowered to|increased to|reduced to|from \S+ to)\b|改为|改成|改到|推迟到|提前到|提高到|降低到|更正|不再|其实是|修改为|作废|以新的"),
 }
 
 HARD = ("money", "number", "date", "version", "path", "url", "identifier")
@@ -79,16 +79,29 @@ def tag_of(kinds, role):
     return "background"
 
 
-def priority(kinds, role, importance):
-    p = 0.0
+def priority(kinds, role, importance, sentence=""):
+    """How much a fact deserves a place in a tight budget.
+
+    Hard values count per value (a line with a ticket id and a channel name
+    outranks a line with one number); what the user said outranks what the
+    assistant or a tool said; a bare imperative from the assistant is cheap.
+    """
+    hard = sum(len(RX[k].findall(sentence)) if sentence else 1 for k in kinds if k in HARD)
+    p = min(hard, 4) * 1.0
     for k in kinds:
-        p += {"constraint": 3, "correction": 3, "money": 3, "date": 2.5, "version": 2.5, "path": 2,
-              "url": 2, "identifier": 2, "number": 1.5, "question": 2, "preference": 2.5, "todo": 1.5}.get(k, 0)
+        p += {"constraint": 2.0, "correction": 3.0, "preference": 2.5, "todo": 1.0}.get(k, 0)
+    if "question" in kinds:
+        p += 2.5 if not QMARK.search(sentence) else 0.8  # a declared open question > a passing one
     if role == "user":
-        p *= 1.3
+        p *= 1.5
+    elif role == "assistant":
+        p *= 0.6
     elif role == "tool":
-        p *= 0.5
+        p *= 0.4
     return p * (0.5 + importance)
+
+
+QMARK = re.compile(r"[?？]\s*$")
 
 
 def is_fact(kinds):
@@ -96,12 +109,34 @@ def is_fact(kinds):
     return bool(kinds)
 
 
+def hard_values(sentence, kinds=HARD):
+    """[(start, end, text)] of the hard values in *sentence* (of the given kinds)."""
+    out = []
+    for k in kinds:
+        for m in RX[k].finditer(sentence):
+            out.append((m.start(), m.end(), m.group(0)))
+    return sorted(set(out))
+
+
+def _core(question):
+    """A question without its lead-in ("Coming back to this: ..."), for de-duplication."""
+    return question.rsplit(":", 1)[-1].rsplit("：", 1)[-1]
+
+
 def normalize(sentence):
     return re.sub(r"[\W_]+", " ", sentence.lower()).strip()
 
 
-def extract(message_id, ts, role, content, importance=0.5):
-    """Facts of one message: [(tag, kinds, text, norm, topic, priority)]."""
+EARLY_USER_TURNS = 6
+EARLY_BOOST = 1.4
+
+
+def extract(message_id, ts, role, content, importance=0.5, early=False):
+    """Facts of one message: [(tag, kinds, text, norm, topic, priority)].
+
+    *early*: the message is one of the first user turns of its session, where
+    people state the task and its constraints: its facts weigh more.
+    """
     if role == "tool":
         # tool output: only its first hard lines (errors, versions); the rest is offloaded anyway
         lines = [l for l in content.splitlines()[:40] if l.strip()]
@@ -115,6 +150,6 @@ def extract(message_id, ts, role, content, importance=0.5):
             continue
         if kinds == ["constraint"] and len(s) > 300:
             continue
-        out.append((tag_of(kinds, role), ",".join(kinds), s, normalize(s), topic_of(s),
-                    priority(kinds, role, importance)))
+        out.append((tag_of(kinds, role), ",".join(kinds), s, normalize(_core(s) if "question" in kinds else s),
+                    topic_of(s), priority(kinds, role, importance, s) * (EARLY_BOOST if early else 1.0)))
     return out
