@@ -190,3 +190,22 @@ def test_markdown_is_a_session_memory(store):
                     "User questions", "Pending tasks", "Next step", "Current work"):
         assert f"**{section}**" in md, section
     assert "- Should we add an index?" in md
+
+
+def test_correction_names_the_value_it_replaces_and_keeps_other_details(store):
+    fill(store, [("user", "The API has returned 502s since about 14:05 UTC on Django 4.2.11."),
+                 ("user", "The alert channel fired at 14:30 UTC again."),
+                 ("user", "Correction: the first 502s were at 13:52 UTC, not 14:05 UTC.")])
+    engine.refresh_facts(store)
+    rows = {r["id"]: r for r in store.db.execute("SELECT * FROM facts")}
+    first = rows[1]
+    assert first["superseded_by"] is None  # it still carries Django 4.2.11
+    assert "14:05 UTC (superseded, no longer current)" in first["text"] and "Django 4.2.11" in first["text"]
+    assert "superseded" not in rows[2]["text"]  # the other time was not touched
+
+
+def test_restating_a_value_is_not_a_correction(store):
+    fill(store, [("user", "Update: the defense moves to 2026-06-16."),
+                 ("assistant", "Noted, the defense was moved to 2026-06-16.")])
+    engine.refresh_facts(store)
+    assert store.db.execute("SELECT count(*) FROM facts WHERE superseded_by IS NOT NULL").fetchone()[0] == 0
