@@ -1,0 +1,6 @@
+"""Handoff archives: where a learner is, packed so the next session continues from there.
+
+``ctxd.handoff.archive`` is the schema, migrations and storage (the API other
+commands read archives through); ``ctxd.handoff.build`` makes an archive from
+a project's conversation store; ``ctxd.handoff.render`` prints one as markdown.
+"""
