@@ -97,6 +97,32 @@ MIGRATIONS = [
     );
     CREATE INDEX IF NOT EXISTS tasks_status ON tasks(status, id);
     """,
+    # 4: concepts a learner practises (ctxd.handoff.knowledge): mastery (EMA), errors,
+    #    prerequisites (JSON list), the FSRS card (JSON) and its due time; observations
+    #    remember which archive key point was already applied, so seeding is idempotent
+    """
+    CREATE TABLE IF NOT EXISTS concepts(
+        key TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        mastery REAL NOT NULL DEFAULT 0 CHECK (mastery >= 0 AND mastery <= 1),
+        practices INTEGER NOT NULL DEFAULT 0,
+        errors INTEGER NOT NULL DEFAULT 0,
+        last_practice REAL,
+        prerequisites TEXT NOT NULL DEFAULT '[]',
+        card TEXT,
+        due REAL,
+        created REAL NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS concepts_due ON concepts(due);
+    CREATE INDEX IF NOT EXISTS concepts_last ON concepts(last_practice);
+    CREATE TABLE IF NOT EXISTS concept_observations(
+        concept TEXT NOT NULL,
+        source TEXT NOT NULL,
+        level TEXT NOT NULL,
+        ts REAL NOT NULL,
+        PRIMARY KEY (concept, source)
+    );
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
