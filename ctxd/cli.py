@@ -44,10 +44,12 @@ def cli():
 
 def _register():
     from ctxd.commands import chat, context, export, hook, rcfile, setup, show, task, trust
+    from ctxd.commands import handoff
 
     cli.add_command(task.task)
     cli.add_command(chat.chat)
     cli.add_command(context.context)
+    cli.add_command(handoff.handoff)
     cli.add_command(trust.allow)
     cli.add_command(trust.deny)
     cli.add_command(rcfile.init)

@@ -491,7 +491,29 @@ def load(path):
 
 
 def dumps(archive):
-    return json.dumps(archive, ensure_ascii=False, indent=1, sort_keys=False) + "\n"
+    """The archive as JSON text: top-level keys one per line, objects below them one key
+    per line, and every element of a list on a line of its own (one fact, question or
+    key point per line, so a reader or a diff sees each whole)."""
+    def enc(v):
+        return json.dumps(v, ensure_ascii=False)
+
+    items = list(archive.items())
+    lines = ["{"]
+    for n, (k, v) in enumerate(items):
+        comma = "," if n < len(items) - 1 else ""
+        if isinstance(v, dict) and v:
+            inner = list(v.items())
+            lines.append(f" {enc(k)}: {{")
+            lines += [f"  {enc(k2)}: {enc(v2)}{',' if m < len(inner) - 1 else ''}" for m, (k2, v2) in enumerate(inner)]
+            lines.append(f" }}{comma}")
+        elif isinstance(v, list) and v:
+            lines.append(f" {enc(k)}: [")
+            lines += [f"  {enc(x)}{',' if m < len(v) - 1 else ''}" for m, x in enumerate(v)]
+            lines.append(f" ]{comma}")
+        else:
+            lines.append(f" {enc(k)}: {enc(v)}{comma}")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
 
 
 # -- storage ---------------------------------------------------------------------------
@@ -679,10 +701,11 @@ def save(context_dir, archive, keep=KEEP):
         mine = sorted((e for e in idx["entries"] if _ID.match(e["id"]).group("slug") == s),
                       key=lambda e: e["version"])
         for e in mine[:-keep] if keep > 0 else []:
-            try:
-                os.unlink(os.path.join(d, e["file"]))
-            except FileNotFoundError:
-                pass
+            for name in (e["file"], e["id"] + ".md"):  # its markdown rendering goes with it
+                try:
+                    os.unlink(os.path.join(d, name))
+                except FileNotFoundError:
+                    pass
             idx["entries"].remove(e)
         _write_index(d, idx)
     return path

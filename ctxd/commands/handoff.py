@@ -1,0 +1,132 @@
+"""ctxd handoff: pack where a session stands into a versioned archive (and manage archives)."""
+
+import json
+import os
+
+import click
+
+from ctxd.errors import CtxdError, ExitCode
+
+
+def _project():
+    from ctxd.memory.project import locate
+
+    return locate()
+
+
+def _write_out(path, text):
+    """Write a new file at *path*; refuse to replace an existing one."""
+    path = os.path.abspath(path)
+    if os.path.exists(path):
+        raise CtxdError(f"{path} exists; not overwriting it (choose another name)", ExitCode.USAGE)
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    try:
+        with open(path, "x", encoding="utf-8") as f:
+            f.write(text)
+    except FileExistsError:
+        raise CtxdError(f"{path} exists; not overwriting it (choose another name)", ExitCode.USAGE) from None
+    return path
+
+
+@click.group(invoke_without_command=True)
+@click.option("--session", default=None, help="The session to pack (default: the most recent one).")
+@click.option("--out", "out", type=click.Path(dir_okay=False), default=None,
+              help="Also write the archive (or its markdown) to this new file.")
+@click.option("--format", "fmt", type=click.Choice(["json", "markdown"]), default="json", show_default=True,
+              help="markdown: also write a human-readable version and print its path.")
+@click.pass_context
+def handoff(ctx, session, out, fmt):
+    """Pack where this project's conversation stands into a handoff archive.
+
+    Builds the next version of the session's archive from the conversation
+    store (topic, progress, key points with mastery, questions, learning style,
+    environment, facts), stores it under the context directory's handoffs/ and
+    prints its path. See also: list, show, export, import.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from ctxd.handoff import archive as A
+    from ctxd.handoff import build, render
+    from ctxd.memory.project import open_store
+    from ctxd.memory.store import DB_NAME
+
+    project = _project()
+    if not os.path.exists(os.path.join(project.context_dir, DB_NAME)):
+        raise CtxdError(f"no conversation recorded for {project.root} yet (ctxd chat add / import / install)",
+                        ExitCode.NOT_FOUND)
+    raw = project.config.get("raw", {}) if isinstance(project.config, dict) else {}
+    with open_store(project, create=False) as store:
+        hid, path, archive = build.make(project, store, session=session, config_raw=raw)
+    shown = path
+    if fmt == "markdown":
+        md = render.to_markdown(archive)
+        shown = _write_out(out or os.path.join(A.handoff_dir(project.context_dir), hid + ".md"), md)
+    elif out:
+        shown = _write_out(out, A.dumps(archive))
+    click.echo(shown)
+
+
+@handoff.command("list")
+@click.option("--all", "all_", is_flag=True, help="Every stored version, not only the newest per session.")
+@click.option("--json", "json_", is_flag=True, help="The index entries as JSON.")
+def list_(all_, json_):
+    """The project's handoff archives, newest first."""
+    from ctxd.handoff import archive as A
+
+    project = _project()
+    entries = A.entries(project.context_dir)
+    if not all_:
+        seen, kept = set(), []
+        for e in entries:
+            if e["session_id"] not in seen:
+                seen.add(e["session_id"])
+                kept.append(e)
+        entries = kept
+    if json_:
+        click.echo(json.dumps(entries, ensure_ascii=False, indent=2))
+        return
+    if not entries:
+        click.echo("no handoff archives yet (run: ctxd handoff)")
+        return
+    for e in entries:
+        click.echo(f"{e['id']:<28} {e.get('status', ''):<9} {e.get('updated', ''):<21} {e.get('topic', '')}")
+
+
+@handoff.command()
+@click.argument("ref", required=False)
+@click.option("--format", "fmt", type=click.Choice(["json", "markdown"]), default="markdown", show_default=True)
+def show(ref, fmt):
+    """Print an archive (REF: an id, a session id, or nothing for the newest)."""
+    from ctxd.handoff import archive as A
+    from ctxd.handoff import render
+
+    project = _project()
+    if ref and os.path.sep in ref and os.path.isfile(ref):
+        archive = A.load(ref)  # a file given by path
+    else:
+        _hid, path = A.resolve(project.context_dir, ref)
+        archive = A.load(path)
+    click.echo(A.dumps(archive) if fmt == "json" else render.to_markdown(archive), nl=False)
+
+
+@handoff.command()
+@click.argument("ref")
+@click.argument("file", type=click.Path(dir_okay=False))
+def export(ref, file):
+    """Write archive REF (id or session) to FILE, a new file, for another project or machine."""
+    from ctxd.handoff import archive as A
+
+    project = _project()
+    hid, dest = A.export_file(project.context_dir, ref, file)
+    click.echo(dest)
+
+
+@handoff.command("import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+def import_(file):
+    """Store the archive in FILE (any supported schema) as a new version here."""
+    from ctxd.handoff import archive as A
+
+    project = _project()
+    hid, dest = A.import_file(project.context_dir, file)
+    click.echo(dest)
