@@ -33,7 +33,7 @@ def hook(tool, args):
 
 
 @chat.command()
-@click.argument("tool", type=click.Choice(["claude", "gemini", "codex"]))
+@click.argument("tool", type=click.Choice(["claude", "gemini", "codex", "agents-md", "claude-md", "gemini-md"]))
 @click.option("--project", "scope", flag_value="project", default=True,
               help="The project's settings (<root>/.claude/settings.json, .gemini/settings.json, "
                    ".codex/hooks.json). The default.")
@@ -46,7 +46,24 @@ def install(tool, scope, uninstall):
 
     Other settings and hooks are kept as they are; installing twice is the
     same as once. A settings file that is not valid JSON is left untouched.
+
+    agents-md, claude-md, gemini-md: instead, put one managed pointer to the
+    project's context.md into AGENTS.md / CLAUDE.md / GEMINI.md in the project
+    root (an @import where the tool supports one; your own text stays as it is).
     """
+    if tool.endswith("-md"):
+        from ctxd.errors import UsageError
+        from ctxd.integrations import contextfiles
+        from ctxd.memory.project import locate
+
+        if scope == "user":
+            raise UsageError(f"{tool} points one project at its own context; run it in the project, without --user")
+        project = locate()
+        lines = (contextfiles.uninstall(tool, project.root) if uninstall
+                 else contextfiles.install(tool, project.root, project.context_dir))
+        for line in lines:
+            click.echo(line)
+        return
     from ctxd.integrations import install as inst
 
     root = None
