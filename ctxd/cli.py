@@ -60,6 +60,11 @@ def _register():
     cli.add_command(export.export)
     cli.add_command(show.show)
 
+    from ctxd.commands import teach as teach_cmd
+
+    cli.add_command(teach_cmd.teach)
+    cli.add_command(teach_cmd.review)
+
 
 _register()
 
