@@ -237,8 +237,9 @@ def _fold(s):
 
 
 def _matches(needle, hay):
+    """*needle* names *hay*: it is a part of it (case and spacing aside)."""
     n, h = _fold(needle), _fold(hay)
-    return bool(n) and bool(h) and (n in h or h in n)
+    return bool(n) and n in h
 
 
 def _one_line(s, limit=300):
