@@ -207,6 +207,13 @@ def test_session_outcome_reads_the_markers():
     out = teach.session_outcome(msgs)
     assert out == {"resolved": ["Why can't I have two &mut to the same Vec?"], "completed": ["Borrowing rules"]}
     assert teach.session_outcome(msgs[2:]) == {"resolved": [], "completed": []}  # no teach prompt: no tags
+    # the prompt as the AI tool's hooks record it (`ctxd teach | claude`): a user message, another session
+    piped = [{"role": "user", "source": "claude", "content": teach.build_prompt(make(language="zh"))}] + msgs[2:]
+    assert teach.session_outcome(piped)["resolved"] == ["Why can't I have two &mut to the same Vec?"]
+    # a later teach prompt starts over: its own tags
+    later = msgs + [{"role": "system", "source": "teach", "content": "# Teaching session: x\n  - [Q1] Other?\n"},
+                    {"role": "assistant", "source": "claude", "content": "[Q1] yes"}]
+    assert teach.session_outcome(later)["resolved"] == ["Why can't I have two &mut to the same Vec?", "Other?"]
 
 
 # -- knowledge: EMA and FSRS ---------------------------------------------------------------

@@ -443,12 +443,24 @@ _QTAG = re.compile(r"\[Q(\d+)\]")
 _DONE = re.compile(r"^\s*\[done:\s*(.+?)\s*\]\s*$", re.M | re.I)
 
 
+_PROMPT_HEAD = re.compile(r"^\s*# (?:Teaching session: |教学会话：)")
+
+
+def is_teach_prompt(role, content, source=None):
+    """A teach prompt: the system message ``ctxd teach`` records (source ``teach``), or
+    the same prompt as it reached the AI tool (a user message starting with its title,
+    as hooks and importers record ``ctxd teach | claude``)."""
+    if role == "system" and source == "teach":
+        return True
+    return role in ("user", "system") and bool(_PROMPT_HEAD.match(content or ""))
+
+
 def session_outcome(messages):
     """What the teach sessions in *messages* achieved, by the markers the prompt asks for.
 
     *messages*: objects (or dicts) with ``role``, ``content`` and ``source``, oldest
-    first (``Store.iter_all()`` / ``Store.recent()``). Each system message with
-    source ``teach`` lists its pool questions as ``- [Qn] text``; an assistant
+    first (``Store.iter_all()`` / ``Store.recent()``). Each teach prompt (see
+    ``is_teach_prompt``) lists its pool questions as ``- [Qn] text``; an assistant
     message after it (and before the next teach prompt) carrying ``[Qn]`` resolves
     question n; a line ``[done: item]`` completes the item. Returns
     ``{"resolved": [question texts], "completed": [items]}``, first-seen order.
@@ -458,7 +470,7 @@ def session_outcome(messages):
     for m in messages:
         get = m.get if isinstance(m, dict) else (lambda k, m=m: getattr(m, k, None))
         role, content, source = get("role"), get("content") or "", get("source")
-        if role == "system" and source == "teach":
+        if is_teach_prompt(role, content, source):
             tags = {int(n): q for n, q in _QLINE.findall(content)}
             continue
         if role != "assistant" or not tags:
