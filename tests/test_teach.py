@@ -172,6 +172,8 @@ def test_topic_override_heading():
     p = teach.build_prompt(make(), topic="Interior mutability")
     assert p.startswith("# Teaching session: Interior mutability (continuing “Rust ownership”)\n")
     assert "## Teaching goals for Interior mutability" in p
+    # a topic that only names the archive changes nothing
+    assert teach.build_prompt(make(), topic="rust") == teach.build_prompt(make())
 
 
 def test_language_zh_en_detection_and_override():

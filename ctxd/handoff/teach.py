@@ -44,7 +44,7 @@ T = {
     "en": {
         "title": "# Teaching session: {topic}",
         "intro": "You are the learner's tutor. Continue from the state below; do not start the topic over.",
-        "continuing": "(continuing “{title}”)",
+        "continuing": " (continuing “{title}”)",
         "state": "## Current state",
         "topic": "- Topic: {title}",
         "stage": " (stage: {stage})",
@@ -332,10 +332,12 @@ def build_prompt(archive, topic=None, focus=None, user_input=None, knowledge=Non
     title = _one_line(t.get("title") or "", 160)
     topic = _one_line(topic, 160) if isinstance(topic, str) and topic.strip() else None
     focus = _one_line(focus, 160) if isinstance(focus, str) and focus.strip() else None
+    if topic and title and _matches(topic, title):
+        topic = None  # it only named the archive ("Rust" for "Rust ownership")
     heading = topic or title or (focus or "?")
     out = [L["title"].format(topic=heading)]
     if topic and title and _fold(topic) != _fold(title):
-        out[0] += " " + L["continuing"].format(title=title)
+        out[0] += L["continuing"].format(title=title)
     out += ["", L["intro"], "", L["state"]]
 
     # current state
