@@ -48,9 +48,10 @@ load() migrates it to 2.0, filling defaults (see ``_migrate_1_0``).
 
 Storage, under the project's context directory:
 
-    handoffs/index.json          {"schema": 1, "next_version": {session: N},
-                                  "entries": [{id, session_id, version, file, topic,
-                                               created_at, saved_at, updated, status}]}
+    handoffs/index.json          {"schema": 1, "next_version": {session: N}, "seq": M,
+                                  "entries": [{id, session_id, version, file, topic, created_at,
+                                               saved_at, updated, status, seq}]}
+                                 seq: the order entries were stored in (newest = highest)
                                  status: "active" (the newest version of its session),
                                  "archived" (an older one), "shared" (exported)
     handoffs/<session>_v<N>.json one file per version; the last KEEP (5) per session stay
@@ -607,9 +608,10 @@ def _entry_from_file(d, name):
         title, session, created = a["topic"]["title"], a["session_id"], a["created_at"]
     except CtxdError:
         title, session, created = "(unreadable)", m.group("slug"), now_iso(os.path.getmtime(path))
-    saved = now_iso(os.path.getmtime(path))
+    mtime = os.stat(path).st_mtime_ns
+    saved = now_iso(mtime / 1e9)
     return {"id": name[:-5], "session_id": session, "version": int(m.group("n")), "file": name, "topic": title,
-            "created_at": created, "saved_at": saved, "updated": saved, "status": "archived"}
+            "created_at": created, "saved_at": saved, "updated": saved, "status": "archived", "_mtime": mtime}
 
 
 def _rebuild_index(d):
@@ -621,7 +623,10 @@ def _rebuild_index(d):
     for name in names:
         if name.endswith(".json") and name != INDEX and _ID.match(name[:-5]):
             entries.append(_entry_from_file(d, name))
-    idx = {"schema": INDEX_SCHEMA, "next_version": {}, "entries": entries}
+    entries.sort(key=lambda e: (e.pop("_mtime"), e["version"]))
+    for n, e in enumerate(entries, 1):
+        e["seq"] = n
+    idx = {"schema": INDEX_SCHEMA, "next_version": {}, "seq": len(entries), "entries": entries}
     _mark_active(idx)
     return idx
 
@@ -647,14 +652,17 @@ def _index(d):
     known = {e["file"] for e in idx["entries"]}
     for name in sorted(present - known):
         if _ID.match(name[:-5]):
-            idx["entries"].append(_entry_from_file(d, name))
+            e = _entry_from_file(d, name)
+            e.pop("_mtime")
+            idx["seq"] = e["seq"] = max([idx.get("seq", 0)] + [x.get("seq", 0) for x in idx["entries"]]) + 1
+            idx["entries"].append(e)
     return idx
 
 
 def _order(e):
-    """Entries sort by when they were stored (then version): an imported or migrated
-    archive keeps its old created_at but is the newest here."""
-    return (e.get("saved_at") or e.get("created_at", ""), e.get("version", 0))
+    """Entries sort by the order they were stored (``seq``, one counter per project): an
+    imported or migrated archive keeps its old created_at but is the newest here."""
+    return (e.get("seq", 0), e.get("saved_at") or e.get("created_at", ""), e.get("version", 0))
 
 
 def _write_index(d, idx):
@@ -690,13 +698,14 @@ def save(context_dir, archive, keep=KEEP):
             except FileExistsError:  # a writer without the lock (another machine on NFS): next number
                 n += 1
         idx["next_version"][s] = n + 1
+        idx["seq"] = max([idx.get("seq", 0)] + [e.get("seq", 0) for e in idx["entries"]]) + 1
         stamp = now_iso()
         for e in idx["entries"]:
             if _ID.match(e["id"]).group("slug") == s and e.get("status") == "active":
                 e["status"], e["updated"] = "archived", stamp
         idx["entries"].append({"id": vid, "session_id": archive["session_id"], "version": n, "file": vid + ".json",
                                "topic": archive["topic"]["title"], "created_at": archive["created_at"],
-                               "saved_at": stamp, "updated": stamp, "status": "active"})
+                               "saved_at": stamp, "updated": stamp, "status": "active", "seq": idx["seq"]})
         # keep the last `keep` versions of this session
         mine = sorted((e for e in idx["entries"] if _ID.match(e["id"]).group("slug") == s),
                       key=lambda e: e["version"])

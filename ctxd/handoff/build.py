@@ -56,13 +56,14 @@ from ctxd.handoff import archive as A
 from ctxd.memory.tokens import estimate
 
 DEFAULT_RATIO = 10.0
+MIN_TARGET = 1200  # tokens: a short conversation still gets a useful archive (its ratio is then below target)
 MAX_KEY_POINTS = 15
 MAX_QUESTIONS = 40
 
 # -- question kinds -------------------------------------------------------------------
 
 _LOW = re.compile(r"(?i)\bwhat(?:'s| is| are| was| were)\b|\bwhat does .{1,40}? mean\b|\bmeaning of\b|\bdefine\b|"
-                  r"\bwhat do you mean\b|是什么|什么是|是啥|啥是|什么意思|干什么的|干嘛的|是怎么回事|怎么回事|指的是什么")
+                  r"\bwhat do you mean\b|是什么|(?<!为)什么是|是啥|啥是|什么意思|干什么的|干嘛的|是怎么回事|怎么回事|指的是什么")
 _MEDIUM = re.compile(r"(?i)\bwhy\b|\bhow (?:does|do|did|is|are|can|could|would|should|come|to)\b|\bdesigned\b|"
                      r"\bdifference\b|\bdiffer\b|\bcompared? (?:to|with)\b|\bunder the hood\b|\bwork(?:s)? internally\b|"
                      r"为什么|为何|怎么|如何|怎样|原理|机制|区别|关系|设计|有什么不同|会怎样")
@@ -137,6 +138,9 @@ _ZH_FILLER = re.compile(r"^(?:请问|请教一下|那么|那|再问一个|还有
 _EN_Q = re.compile(r"(?i)^(?:so,?\s+)?(?:what|who|which|why|how|when|where|is|are|do|does|did|can|could|should|would|will)"
                    r"(?:'s|'re)?(?:\s+(?:is|are|was|were|does|do|did|would|should|can|could|will|you|we|i|it|they|"
                    r"there|the|a|an|of|to|come|much|many|exactly|really|actually|not))*\s+")
+_EN_HOW = re.compile(r"(?i)^how (?:big|many|much|long|often|fast|far|well|large|small)\s+(?:is|are|was|were|does|do|"
+                     r"would|should|can|could|will)?\s*")
+_EN_DOES = re.compile(r"(?i)^(?:what|how|why|where|when) (?:does|do|did)\b")
 _EN_TAIL = re.compile(r"(?i)\s+(?:work|works|mean|means|do|does|matter|happen|happens|designed(?: (?:so|this way|like this))?|"
                       r"like that|that way|so|exactly|really|again|here|now)\s*$")
 
@@ -165,11 +169,21 @@ def concept_of(text):
             concept = head if len(head.strip()) >= 2 else tail
         for _ in range(3):
             concept = _ZH_FILLER.sub("", concept.strip(" ，,、：:“”\"'"))
+        concept = re.sub(r"的?(?:边界情况|极端情况|最佳实践|权衡|取舍|优缺点|利弊|区别|原理|机制)(?:有|是)?$", "", concept.strip())
         concept = concept.strip() or clause.strip()
     else:
-        concept = _EN_Q.sub("", q, count=1)
+        concept = re.sub(r"(?i)^(?:so|and|but|ok(?:ay)?|also|then|wait)\b,?\s+", "", q)
+        concept = _EN_HOW.sub("", concept, count=1)
+        concept = _EN_Q.sub("", concept, count=1)
+        before = concept
         concept = _EN_TAIL.sub("", concept)
-        concept = re.sub(r"(?i)^(?:the|a|an)\s+", "", concept).strip(" ,.:;\"'")
+        if concept == before and _EN_DOES.match(q) and len(concept.split()) >= 2:
+            concept = concept.rsplit(" ", 1)[0]  # "what does the database see" -> "the database"
+        concept = re.split(r",\s+(?:and|or|but)\s+|,\s+", concept, maxsplit=1)[0]
+        concept = re.sub(r"(?i)^(?:the|a|an|our|my|your|this|that)\s+", "", concept)
+        concept = re.sub(r"(?i)^(?:the )?(?:edge|corner)[- ]cases?|^(?:the )?best[- ]practices?|^(?:the )?trade-?offs?|"
+                         r"^(?:the )?pitfalls?|^(?:the )?difference", "", concept)
+        concept = re.sub(r"(?i)^\s*(?:of|for|in|with|between|when using)\s+", "", concept).strip(" ,.:;\"'")
         concept = concept or q
     if len(concept) > 60:
         cut = concept[:60]
@@ -181,17 +195,22 @@ def _key(concept):
     return re.sub(r"[\W_]+", "", concept.lower())
 
 
-def _answer_gist(text, limit=120):
-    """The first substantive sentence of an answer (skipping "Good question." / "先讲原理：")."""
+def _answer_gist(text, limit=100):
+    """The opening of an answer, skipping "Good question." / "先讲原理：" lead-ins and code:
+    whole sentences until about 40 characters (20 for CJK), cut at *limit*."""
     from ctxd.memory.facts import sentences
 
+    enough = 20 if re.search(r"[\u4e00-\u9fff]", text[:200]) else 40
+    out = ""
     for s in sentences(text):
         s = s.strip("*_` ")
-        if len(s) < 12 or s.endswith((":", "：")):
+        if s.startswith(("$", "{", "```")) or (len(s) < 12 and not out) or s.endswith((":", "：")):
             continue
-        return s if len(s) <= limit else s[: limit - 1] + "…"
-    t = " ".join(text.split())
-    return t if len(t) <= limit else t[: limit - 1] + "…"
+        out = f"{out} {s}".strip() if out and not re.search(r"[\u4e00-\u9fff]", s[:1]) else out + s
+        if len(out) >= enough:
+            break
+    out = out or " ".join(text.split())
+    return out if len(out) <= limit else out[: limit - 1] + "…"
 
 
 # -- learning style -------------------------------------------------------------------
@@ -306,6 +325,9 @@ def versions_mentioned(texts, limit=25):
     for t in texts:
         for m in RX["version"].finditer(t):
             v = m.group(0).strip()
+            inner = re.search(r"\bv\d+(?:\.\d+)+\b|\b[a-z]+-\d+(?:\.\d+)*\b", v)
+            if inner and inner.start() > 0:  # "tag v1.2.3" -> "v1.2.3"
+                v = inner.group(0)
             word = re.split(r"[ -]v?\d", v, maxsplit=1)[0]
             nums = re.findall(r"\d+", v[len(word):])
             if len(nums) >= 4:  # 127.0.0.1.8888: an address, not a version
@@ -622,7 +644,7 @@ def build(store, *, root=None, session=None, config_raw=None, previous=None, now
     ids = {m.id for m in msgs}
     user_texts = [m.content for m in msgs if m.role == "user"]
     tokens_from = sum(m.tokens for m in msgs)
-    target = max(200, int(tokens_from / cfg["ratio"]))
+    target = max(MIN_TARGET, int(tokens_from / cfg["ratio"]))
 
     rows = [r for r in engine.live_facts(store, limit=4000) if r["msg_id"] in ids]
     lang = cfg["language"] if cfg["language"] != "auto" else detect_language(user_texts)
@@ -692,8 +714,8 @@ def build(store, *, root=None, session=None, config_raw=None, previous=None, now
         a["summary"] = ""
 
     # fit the budget: fixed parts, then key points and questions within their shares, then facts
-    kp_cap = max(120, int(target * 0.18))
-    q_cap = max(120, int(target * 0.18))
+    kp_cap = int(target * 0.18)
+    q_cap = int(target * 0.18)
     used = 0
     chosen_kp = []
     for kp in kps[:MAX_KEY_POINTS]:
