@@ -209,3 +209,11 @@ def test_restating_a_value_is_not_a_correction(store):
                  ("assistant", "Noted, the defense was moved to 2026-06-16.")])
     engine.refresh_facts(store)
     assert store.db.execute("SELECT count(*) FROM facts WHERE superseded_by IS NOT NULL").fetchone()[0] == 0
+
+
+def test_teach_prompts_are_not_facts(store):
+    store.add("system", "# Teaching session: TCP\nDo not skip the handshake. Budget at most 5 USD.", source="teach")
+    store.add("user", "# Teaching session: TCP\nNever use UDP here, at most 3 paragraphs.")
+    store.add("user", "Do not use MongoDB.")
+    engine.refresh_facts(store)
+    assert [r["text"] for r in store.db.execute("SELECT text FROM facts")] == ["Do not use MongoDB."]

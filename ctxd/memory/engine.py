@@ -66,7 +66,7 @@ def refresh_facts(store, batch=2000):
     upto = int(row[0]) if row else 0
     seen = 0
     while True:
-        rows = db.execute("SELECT id, ts, role, content, importance, session FROM messages WHERE id > ? "
+        rows = db.execute("SELECT id, ts, role, content, importance, session, source FROM messages WHERE id > ? "
                           "ORDER BY id LIMIT ?", (upto, batch)).fetchall()
         if not rows:
             break
@@ -79,6 +79,8 @@ def refresh_facts(store, batch=2000):
                 db.execute("COMMIT")
                 continue
             for r in rows:
+                if _is_generated(r):
+                    continue  # ctxd's own teach prompt: instructions, not what was said
                 early = r["role"] == "user" and db.execute(
                     "SELECT count(*) FROM (SELECT 1 FROM messages WHERE session = ? AND role = 'user' AND id < ? "
                     "LIMIT ?)", (r["session"], r["id"], facts_mod.EARLY_USER_TURNS)).fetchone()[0] \
@@ -95,6 +97,16 @@ def refresh_facts(store, batch=2000):
             raise
         seen += len(rows)
     return seen
+
+
+def _is_generated(row):
+    if row["source"] == "teach":
+        return True
+    if row["role"] in ("user", "system") and row["content"].lstrip()[:24].startswith("# "):
+        from ctxd.handoff.teach import is_teach_prompt  # the same prompt, pasted into an AI CLI
+
+        return is_teach_prompt(row["role"], row["content"], row["source"])
+    return False
 
 
 def _words(norm):
