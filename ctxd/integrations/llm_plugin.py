@@ -1,0 +1,121 @@
+"""The llm plugin (Simon Willison's llm): a ``ctxd:`` fragment loader.
+
+    llm -f ctxd:. "what did we decide about the cutover?"
+    llm -f ctxd:~/work/api?budget=4000 "..."
+    llm -f 'ctxd:?mode=hybrid' "..."
+
+Registered through the ``llm`` entry point group in pyproject.toml, so llm
+loads it when ctxd is installed in the same environment. Only this module
+imports llm: importing ctxd never needs it.
+
+The argument after ``ctxd:`` is a directory ("" or "." is the current one;
+``~`` is expanded), optionally followed by ``?key=value&...``:
+
+- ``budget=N``: tokens for the whole context (at least 64);
+- ``model=M``: size the budget for that model's window (as ``ctxd context --model``);
+- ``mode=auto|zero|short|long|summary|hybrid`` (default auto).
+
+Without them the budget is chosen as ``ctxd context`` chooses it: the
+project's ``[context] budget`` / ``model`` in .contextrc, else 8,000 tokens.
+The context is the engine's assembly, returned as separate fragments, each
+with a stable source, so llm stores each once (it deduplicates fragments by
+content) and a new question re-sends only what changed:
+
+- ``ctxd:<root>#system``, ``#task``, ``#summary``, ``#facts``, ``#query``: one per part;
+- ``ctxd:<root>#turn-<id>``: one per recent turn, its text fixed once recorded.
+
+A project with no conversation recorded is an error (a ValueError, which llm
+reports as ``Could not load fragment ctxd:...: <reason>``).
+"""
+
+import os
+from urllib.parse import parse_qsl
+
+import llm
+
+OPTIONS = ("budget", "model", "mode")
+MODES = ("auto", "zero", "short", "long", "summary", "hybrid")
+
+
+@llm.hookimpl
+def register_fragment_loaders(register):
+    register("ctxd", ctxd_loader)
+
+
+def parse_argument(argument):
+    """(directory or None for the current one, {option: value}) from what follows ``ctxd:``."""
+    path, options = argument, {}
+    if "?" in argument:
+        head, _, tail = argument.rpartition("?")
+        pairs = [p for p in tail.split("&") if p]
+        if all("=" in p for p in pairs):
+            path = head
+            for key, value in parse_qsl(tail, keep_blank_values=True):
+                if key not in OPTIONS:
+                    raise ValueError(f"unknown option {key!r} (ctxd: accepts {', '.join(OPTIONS)})")
+                options[key] = value
+    if "budget" in options:
+        try:
+            options["budget"] = int(options["budget"])
+        except ValueError:
+            raise ValueError(f"budget must be a whole number of tokens, not {options['budget']!r}") from None
+        if options["budget"] < 64:
+            raise ValueError("budget must be at least 64 tokens")
+    if options.get("mode", "auto") not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, not {options['mode']!r}")
+    if "budget" in options and "model" in options:
+        raise ValueError("give budget or model, not both")
+    path = path.strip()
+    return (None if path in ("", ".") else os.path.abspath(os.path.expanduser(path))), options
+
+
+def fragments(path=None, *, budget=None, model=None, mode="auto"):
+    """The project's context as a list of llm.Fragment (see the module docstring)."""
+    from ctxd.commands.context import build, resolve_budget
+    from ctxd.memory import engine
+    from ctxd.memory.project import locate, open_store
+    from ctxd.memory.store import DB_NAME
+
+    if path is not None and not os.path.isdir(path):
+        raise ValueError(f"no such directory: {path}")
+    project = locate(path)
+    n, _how = resolve_budget(project, model, budget)
+    missing = ValueError(f"no conversation recorded for {project.root} yet (ctxd chat add / import / install)")
+    if not os.path.exists(os.path.join(project.context_dir, DB_NAME)):
+        raise missing
+    with open_store(project, create=False) as store:
+        if store.count() == 0:
+            raise missing
+        ctx = build(project, store, budget=n, mode=mode)
+    base = f"ctxd:{project.root}"
+    out = [llm.Fragment(f"{engine.TITLES[p.name]}:\n{p.text}", f"{base}#{p.name}") for p in ctx.parts]
+    for m in ctx.recent:
+        when = _utc(m.ts)
+        text = m.content
+        if m.output_path:
+            text += f"\n[full output: {m.output_chars} characters in {m.output_path}; ctxd chat output {m.id}]"
+        out.append(llm.Fragment(f"Earlier turn #{m.id} ({m.role}, {when}):\n{text}", f"{base}#turn-{m.id}"))
+    return out
+
+
+def _utc(ts):
+    import time
+
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ts or 0))
+
+
+def ctxd_loader(argument):
+    """
+    The project's ctxd conversation context (facts, summary, recent turns) as fragments.
+
+    ctxd:. (or ctxd:PATH) is the project holding that directory. Options after "?":
+    budget=N tokens, model=M (size for its window), mode=auto|zero|short|long|summary|hybrid.
+    Example: llm -f 'ctxd:.?budget=4000' "what did we decide?"
+    """
+    from ctxd.errors import CtxdError
+
+    path, options = parse_argument(argument)
+    try:
+        return fragments(path, **options)
+    except CtxdError as e:  # a config or store problem: its one-line message
+        raise ValueError(e.message) from None
