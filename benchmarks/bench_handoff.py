@@ -124,7 +124,7 @@ def main():
     print("-" * len(head))
     print(f"{'total':<24} {'':>5} {tc:>9,} {ta:>8,} {tc / ta:>6.1f}x {'':>9} {'':>7} {tf:>6} {100.0 * tk / tf:>6.1f}%")
     print("\ncolumns: ratio = conversation tokens / archive tokens; stored→ and self = the archive's own "
-          "context_footprint (tokens of the stored session, huge outputs as previews, and its ratio); listed = "
+          "context_footprint (tokens of the stored session, offloaded outputs at full size, and its ratio); listed = "
           "facts in the archive's facts list; kp / q = key points / pool questions")
     worst = min(r["conv"] / r["archive"] for r in results)
     print(f"target ratio >= {TARGET_RATIO:g}:1 in every case: {'met' if worst >= TARGET_RATIO else 'NOT met'} "
