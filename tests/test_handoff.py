@@ -405,6 +405,21 @@ def test_config_overrides_style_mastery_language_and_pool(store, tmp_path):
         [("What is a congestion window?", "resolved", "2026-01-01T00:00:00Z")]
 
 
+def test_teach_sessions_count_but_their_prompts_are_not_the_learner(store, tmp_path):
+    prompt = ("# Teaching session: TCP\n- Open questions (answer these first):\n"
+              "- [Q1] What are the edge cases of fast retransmit?\nUse diagrams, in detail, slower please.")
+    store.add("system", prompt, source="teach", session="study")
+    store.add("assistant", "[Q1] Reordering beyond three segments triggers it spuriously.\n[done: fast retransmit]",
+              session="study")
+    a = B.build(store, root=str(tmp_path), config_raw={})
+    s = a["learning_style"]
+    assert not s["wants_visual_descriptions"] and s["depth"] == "shallow" and s["pace"] == "normal"
+    assert all(not k["concept"].startswith("#") for k in a["key_points"])
+    qs = {q["question"]: q for q in a["questions"]}
+    assert qs["What are the edge cases of fast retransmit?"]["status"] == "resolved"
+    assert "fast retransmit" in a["progress"]["completed"]
+
+
 @pytest.mark.parametrize("raw,msg", [
     ({"handoff": {"compression_ratio": 0}}, "compression_ratio"),
     ({"handoff": {"language": "fr"}}, "handoff.language"),

@@ -593,6 +593,19 @@ def _key_points(msgs, overrides):
     return out
 
 
+def _is_teach_prompt(m):
+    """A `ctxd teach` prompt (recorded, or pasted into an AI CLI): instructions, not what was said."""
+    if m.source == "teach":
+        return True
+    if m.role in ("user", "system") and m.content.lstrip()[:24].startswith("# "):
+        try:
+            from ctxd.handoff.teach import is_teach_prompt
+        except ImportError:
+            return False
+        return is_teach_prompt(m.role, m.content, m.source)
+    return False
+
+
 def _teach_outcome(raw_msgs):
     """What `ctxd teach` sessions in this conversation achieved: the tutor's [Qn] answers
     and [done: item] markers (ctxd.handoff.teach.session_outcome), when teach is there."""
@@ -640,7 +653,7 @@ def build(store, *, root=None, session=None, config_raw=None, previous=None, now
     session = choose_session(store, session)
     engine.refresh_facts(store)
     raw_msgs = list(store.iter_all(session=session))
-    msgs = [_Msg(m) for m in raw_msgs]
+    msgs = [_Msg(m) for m in raw_msgs if not _is_teach_prompt(m)]  # ctxd's own prompts are not the learner
     ids = {m.id for m in msgs}
     user_texts = [m.content for m in msgs if m.role == "user"]
     tokens_from = sum(m.tokens for m in msgs)
