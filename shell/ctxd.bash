@@ -6,6 +6,7 @@
 
 _ctxd_markers=(@CTXD_MARKERS@)
 _ctxd_cmd=(@CTXD_COMMAND@)
+export _CTXD_HOOK=bash  # for `ctxd doctor` (a child process cannot see shell functions)
 
 # Nearest directory at or above $PWD holding a marker -> _ctxd_r ("" if none).
 _ctxd_find_root() {

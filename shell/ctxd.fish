@@ -6,6 +6,7 @@
 
 set -g __ctxd_markers @CTXD_MARKERS@
 set -g __ctxd_cmd @CTXD_COMMAND@
+set -gx _CTXD_HOOK fish  # for `ctxd doctor` (a child process cannot see shell functions)
 
 # Nearest directory at or above $PWD holding a marker -> $__ctxd_r ("" if
 # none). All ancestor/marker candidates, nearest first, go to one `path filter`

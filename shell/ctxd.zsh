@@ -8,6 +8,7 @@ typeset -ga _ctxd_markers
 _ctxd_markers=(@CTXD_MARKERS@)
 typeset -ga _ctxd_cmd
 _ctxd_cmd=(@CTXD_COMMAND@)
+export _CTXD_HOOK=zsh  # for `ctxd doctor` (a child process cannot see shell functions)
 
 _ctxd_find_root() {
   emulate -L zsh
