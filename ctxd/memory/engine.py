@@ -269,7 +269,9 @@ def summary_block(store, older_upto, budget, cache_dir, llm=None):
     except (OSError, ValueError, KeyError):
         pass
     db = store.db
-    n = db.execute("SELECT count(*) FROM messages WHERE id BETWEEN ? AND ?", (first, older_upto)).fetchone()[0]
+    # first is min(id): the messages up to older_upto are all but the (few, recent) ones after it.
+    # A count over an id range walks the table's own pages, i.e. the whole history.
+    n = store.count() - db.execute("SELECT count(*) FROM messages WHERE id > ?", (older_upto,)).fetchone()[0]
     t0 = db.execute("SELECT ts FROM messages WHERE id >= ? ORDER BY id LIMIT 1", (first,)).fetchone()
     t1 = db.execute("SELECT ts FROM messages WHERE id <= ? ORDER BY id DESC LIMIT 1", (older_upto,)).fetchone()
     t0, t1 = (t0[0] if t0 else 0), (t1[0] if t1 else 0)
@@ -278,13 +280,23 @@ def summary_block(store, older_upto, budget, cache_dir, llm=None):
     lines = [f"Earlier conversation: {n} messages, {_day(t0)} to {_day(t1)}."]
     if first_user:
         # built from the source message, but a statement corrected since is marked, not repeated
-        stale = {r[0] for r in db.execute("SELECT norm FROM facts WHERE superseded_by IS NOT NULL "
-                                          "AND msg_id <= ?", (older_upto,))}
-        marked = {r[0]: r[1] for r in db.execute("SELECT norm, text FROM facts WHERE superseded_by IS NULL "
-                                                 "AND msg_id <= ? AND text LIKE ?", (older_upto, f"%{STALE_MARK}%"))}
+        # only the facts of these sentences matter: look them up by norm (facts_norm; the unary +
+        # keeps the planner off facts_live and facts_msg, which would scan every fact of the history)
+        sents = [(s, facts_mod.normalize(s)) for s in facts_mod.sentences(first_user[0])]
+        norms = sorted({nm for _s, nm in sents})
+        stale, marked = set(), {}
+        for i in range(0, len(norms), 500):
+            chunk = norms[i:i + 500]
+            marks = ",".join("?" * len(chunk))
+            stale.update(r[0] for r in db.execute(
+                f"SELECT norm FROM facts WHERE norm IN ({marks}) AND +superseded_by IS NOT NULL AND +msg_id <= ?",
+                (*chunk, older_upto)))
+            rows = db.execute(
+                f"SELECT norm, text, priority, id FROM facts WHERE norm IN ({marks}) AND +superseded_by IS NULL "
+                "AND +msg_id <= ? AND text LIKE ?", (*chunk, older_upto, f"%{STALE_MARK}%")).fetchall()
+            marked.update((r[0], r[1]) for r in sorted(rows, key=lambda r: (-r[2], r[3])))  # facts_live order
         parts = []
-        for sent in facts_mod.sentences(first_user[0]):
-            norm = facts_mod.normalize(sent)
+        for sent, norm in sents:
             parts.append("(a statement superseded later)" if norm in stale else marked.get(norm, sent))
         lines.append(f"Initial request: {_trim(' '.join(parts), 400)}")
     text = "\n".join(lines)
