@@ -65,6 +65,10 @@ def _register():
     cli.add_command(teach_cmd.teach)
     cli.add_command(teach_cmd.review)
 
+    from ctxd.commands import completion
+
+    cli.add_command(completion.completion)
+
 
 _register()
 
