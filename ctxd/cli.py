@@ -69,6 +69,10 @@ def _register():
 
     cli.add_command(completion.completion)
 
+    from ctxd.commands import mcp as mcp_cmd
+
+    cli.add_command(mcp_cmd.mcp)
+
 
 _register()
 

@@ -1,0 +1,410 @@
+"""ctxd as a Model Context Protocol server over stdio (the official ``mcp`` SDK, v2).
+
+Needs the optional extra: ``pip install 'ctxd[mcp]'``. Importing this module
+imports ``mcp``; ``ctxd.commands.mcp`` turns a missing SDK into one ``ctxd:``
+line. The server serves one project, the one of its working directory (or the
+directory given), located once at start; the store is opened per request, so
+the server sees what hooks and other ctxd commands write meanwhile, and holds
+no database connection between calls.
+
+Five tools (every tool schema costs tokens on every turn of the client, so
+they are few, with short descriptions): get_context, search_history,
+read_output, add_fact, handoff. Two resources: ctxd://project/context (the
+context.md view, rendered fresh) and ctxd://handoff/latest (the newest
+archive, JSON). One prompt: teach.
+
+Failures a user can act on (``CtxdError``: no store yet, no such message, no
+handoff yet) come back as MCP tool errors (``isError``) or protocol errors
+with the message; anything else is logged to ctxd's log file and reported as
+``internal error: ...``. The server process never dies of a request.
+"""
+
+import functools
+import os
+import time
+from typing import Annotated, Literal
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.shared.exceptions import MCPError
+from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, ToolAnnotations
+from pydantic import Field
+
+from ctxd import __version__
+from ctxd.errors import CtxdError, ExitCode, NotFoundError
+
+NAME = "ctxd"
+CONTEXT_URI = "ctxd://project/context"
+HANDOFF_URI = "ctxd://handoff/latest"
+FACT_KINDS = ("preference", "requirement", "background", "todo")
+FACT_MAX = 500  # characters: a fact is one statement (the context shows ~220 of it)
+FACT_IMPORTANCE = 0.9
+FACT_PRIORITY = 5.0  # a fact recorded on purpose ranks about like a preference the user stated
+READ_MAX = 40000  # characters read_output returns per call
+SEARCH_TRIM = 300
+SOURCE = "mcp"
+
+INSTRUCTIONS = (
+    "ctxd keeps this project's AI conversation memory. get_context gives the current context "
+    "(facts, summary, recent turns); search_history and read_output reach older turns and full tool "
+    "outputs; add_fact records something to keep; handoff packs the session for the next one."
+)
+
+
+def _internal(what, e):
+    from ctxd._entry import _log_exception
+
+    log = _log_exception(f"mcp {what}")
+    where = f" (details in {log})" if log else ""
+    return f"internal error: {e.__class__.__name__}: {e}{where}"
+
+
+def _tool_errors(fn):
+    """CtxdError -> a tool error with its message; anything else -> logged, then a tool error."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except (ToolError, MCPError):
+            raise
+        except CtxdError as e:
+            raise ToolError(e.message) from None
+        except Exception as e:  # a bug: the client gets one line, the log the traceback
+            raise ToolError(_internal(fn.__name__, e)) from None
+
+    return wrapper
+
+
+def _resource_errors(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except (ResourceError, MCPError):
+            raise
+        except NotFoundError as e:
+            raise ResourceNotFoundError(e.message) from None
+        except CtxdError as e:
+            raise ResourceError(e.message) from None
+        except Exception as e:
+            raise ResourceError(_internal(fn.__name__, e)) from None
+
+    return wrapper
+
+
+def _prompt_errors(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except MCPError:
+            raise
+        except NotFoundError as e:
+            raise MCPError(INVALID_PARAMS, e.message) from None
+        except CtxdError as e:
+            raise MCPError(INTERNAL_ERROR, e.message) from None
+        except Exception as e:
+            raise MCPError(INTERNAL_ERROR, _internal(fn.__name__, e)) from None
+
+    return wrapper
+
+
+# -- the work, independent of the SDK (each call opens and closes the store) -------------
+
+def _raw_config(project):
+    raw = project.config.get("raw", {}) if isinstance(project.config, dict) else {}
+    return raw if isinstance(raw, dict) else {}
+
+
+def _has_store(project):
+    from ctxd.memory.store import DB_NAME
+
+    return os.path.exists(os.path.join(project.context_dir, DB_NAME))
+
+
+def _read_store(project):
+    """The store, opened for reading; NotFoundError when nothing was recorded yet."""
+    from ctxd.memory.project import open_store
+
+    if not _has_store(project):
+        raise NotFoundError(f"no conversation recorded for {project.root} yet (ctxd chat add / import / install)")
+    return open_store(project, create=False)
+
+
+def context_markdown(project, budget=4000, query=None):
+    from ctxd.commands.context import build
+    from ctxd.memory import engine
+
+    with _read_store(project) as store:
+        ctx = build(project, store, budget=budget, mode="auto", query=query or None)
+    return engine.to_markdown(ctx, f"Conversation context: {os.path.basename(project.root)}")
+
+
+def _when(ts):
+    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(ts))
+
+
+def search_text(project, query, limit=10):
+    if not query.strip():
+        raise CtxdError("give a non-empty query", ExitCode.USAGE)
+    with _read_store(project) as store:
+        hits = store.search(query, limit)
+    if not hits:
+        return f"no message matches {query!r}"
+    lines = [f"{len(hits)} message(s) matching {query!r}, newest first (read_output(id) for a whole one):"]
+    for m in hits:
+        text = m.content.replace("\n", " ⏎ ")
+        if len(text) > SEARCH_TRIM:
+            text = text[:SEARCH_TRIM - 1] + "…"
+        size = f" [{m.output_chars} chars offloaded]" if m.output_path else ""
+        lines.append(f"#{m.id} {_when(m.ts)} {m.role}{size}: {text}")
+    return "\n".join(lines)
+
+
+def full_text(project, mid):
+    """The whole text of message *mid*: its offloaded output file, else its content."""
+    with _read_store(project) as store:
+        m = store.get(mid)
+    if m is None:
+        raise NotFoundError(f"no message #{mid}")
+    if not m.output_path:
+        return m.content
+    try:
+        with open(m.output_path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise NotFoundError(f"the offloaded output of #{mid} is missing: {m.output_path}") from None
+
+
+def read_text(project, mid, start=0, end=None):
+    text = full_text(project, mid)
+    lo, hi, _ = slice(start, end).indices(len(text))
+    hi = max(lo, hi)
+    more = ""
+    if hi - lo > READ_MAX:
+        hi = lo + READ_MAX
+        more = f"; more: read_output({mid}, start={hi})"
+    return f"[#{mid}: characters {lo}-{hi} of {len(text)}{more}]\n{text[lo:hi]}"
+
+
+def record_fact(project, kind, text):
+    """Record *text* as a fact of *kind*; return a confirmation.
+
+    The fact is stored as a system message (source "mcp", importance 0.9) in
+    the latest session ($CTXD_SESSION when set), redacted like every write, so it is searchable and goes into handoffs; the
+    facts engine reads it at once, and the facts taken from it get the given
+    kind as their tag and at least the priority of a user's stated preference.
+    When the extractor finds no fact in the text (plain prose such as "use
+    tabs"), the whole text becomes one fact. A statement that is already a
+    live fact is not added again (its kind is updated).
+    """
+    from ctxd.memory import engine, facts as facts_mod, render
+    from ctxd.memory.project import open_store
+
+    if kind not in FACT_KINDS:
+        raise CtxdError(f"kind must be one of {', '.join(FACT_KINDS)} (got {kind!r})", ExitCode.USAGE)
+    text = " ".join(text.split())
+    if not text:
+        raise CtxdError("refusing to record an empty fact", ExitCode.USAGE)
+    if len(text) > FACT_MAX:
+        raise CtxdError(f"a fact is one statement of at most {FACT_MAX} characters (got {len(text)}); "
+                        "split it, or keep the detail in the conversation", ExitCode.USAGE)
+    with open_store(project) as store:
+        db = store.db
+        # the conversation going on (its hooks record it): a fact joins it, so a handoff
+        # of the latest session still packs that conversation, now with the fact
+        last = db.execute("SELECT session FROM messages ORDER BY id DESC LIMIT 1").fetchone()
+        session = os.environ.get("CTXD_SESSION") or (last[0] if last else "") or SOURCE
+        engine.refresh_facts(store)
+        redacted, _path, _chars = store.prepare(text)
+        known = db.execute("SELECT id, msg_id FROM facts WHERE norm = ? AND superseded_by IS NULL LIMIT 1",
+                           (facts_mod.normalize(redacted),)).fetchone()
+        if known:  # the same statement is a live fact already: keep the first, with this kind
+            db.execute("UPDATE facts SET tag = ?, priority = max(priority, ?) WHERE id = ?",
+                       (kind, FACT_PRIORITY, known["id"]))
+            return f"already known (stated in message #{known['msg_id']}); kept as {kind}: {redacted}"
+        mid = store.add("system", text, session=session, source=SOURCE, importance=FACT_IMPORTANCE)
+        engine.refresh_facts(store)
+        msg = db.execute("SELECT id, ts, role, content FROM messages WHERE id = ?", (mid,)).fetchone()
+        stored = msg["content"]
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            if not db.execute("SELECT 1 FROM facts WHERE msg_id = ?", (mid,)).fetchone():
+                kinds = facts_mod.classify(stored, "system") or [{"requirement": "constraint"}.get(kind, kind)]
+                kinds = ",".join(k for k in kinds if k != "background")
+                engine._merge(db, msg, kind, kinds, stored, facts_mod.normalize(stored), facts_mod.topic_of(stored),
+                              FACT_PRIORITY)
+            db.execute("UPDATE facts SET tag = ?, priority = max(priority, ?) WHERE msg_id = ?",
+                       (kind, FACT_PRIORITY, mid))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        render.write(store, project.root)
+    note = " (secrets redacted)" if stored != text else ""
+    return f"recorded {kind} as message #{mid}{note}: {stored}"
+
+
+def make_handoff(project):
+    try:
+        from ctxd.handoff import build
+    except ImportError:
+        build = None
+    if build is None or not hasattr(build, "make"):
+        raise CtxdError("this ctxd has no handoff builder (ctxd.handoff.build.make); upgrade ctxd")
+    with _read_store(project) as store:
+        hid, path, a = build.make(project, store, config_raw=_raw_config(project))
+    return f"{path}\n" + handoff_summary(hid, a)
+
+
+def handoff_summary(hid, a):
+    t, p = a.get("topic") or {}, a.get("progress") or {}
+    fp = a.get("context_footprint") or {}
+    open_q = [q for q in a.get("questions") or [] if isinstance(q, dict) and q.get("status") == "open"]
+    lines = [f"archive {hid} (session {a.get('session_id') or '?'}, {a.get('created_at', '')})",
+             f"topic: {t.get('title') or '?'}" + (f" ({t['stage']})" if t.get("stage") else "")]
+    if p.get("in_progress"):
+        lines.append(f"in progress: {p['in_progress']}")
+    if p.get("next_up"):
+        lines.append("next: " + "; ".join(str(x) for x in p["next_up"][:5]))
+    lines.append(f"{len(a.get('key_points') or [])} key points, {len(open_q)} open questions, "
+                 f"{len(a.get('facts') or [])} facts; {fp.get('tokens_compressed_from', 0)} -> "
+                 f"{fp.get('tokens_compressed_to', 0)} tokens")
+    return "\n".join(lines)
+
+
+def project_context(project):
+    from ctxd.memory import render
+
+    with _read_store(project) as store:
+        return render.render(store, project.root)
+
+
+def latest_handoff(project):
+    from ctxd.handoff import archive as A
+
+    got = A.latest(project.context_dir)
+    if got is None:
+        raise NotFoundError(f"no handoff yet in {A.handoff_dir(project.context_dir)} "
+                            "(create one with the handoff tool or `ctxd handoff`)")
+    return A.dumps(got[2])
+
+
+def teach_prompt(project, topic=None, focus=None):
+    from ctxd.handoff import archive as A
+    from ctxd.handoff import knowledge, teach
+    from ctxd.memory.project import open_store
+
+    got = A.latest(project.context_dir)
+    if got is None:
+        raise NotFoundError("no handoff archive to teach from yet (create one with the handoff tool or "
+                            "`ctxd handoff`)")
+    hid, _path, a = got
+    lang = (_raw_config(project).get("handoff") or {}).get("language")
+    lang = lang if lang in ("zh", "en") else None
+    know = None
+    if _has_store(project):  # as `ctxd teach`: apply the archive's key points, then read the knowledge
+        with open_store(project, create=False) as store:
+            knowledge.observe_archive(store, a, source=hid)
+            names = [k.get("concept") for k in a.get("key_points") or [] if isinstance(k, dict) and k.get("concept")]
+            know = knowledge.snapshot(store, names + ([focus] if focus else []))
+    return teach.build_prompt(a, topic=topic or None, focus=focus or None, knowledge=know, language=lang)
+
+
+# -- the MCP server -------------------------------------------------------------------------
+
+def compact_schema(schema):
+    """The tool input schema without what costs tokens and tells the model nothing:
+    pydantic's titles, and ``anyOf [X, null]`` with ``default: null`` for an optional
+    argument (it is simply not required). Arguments are still validated by the tool's
+    pydantic model, which accepts an explicit null."""
+    if isinstance(schema, list):
+        return [compact_schema(x) for x in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for k, v in schema.items():
+        if k == "title" and isinstance(v, str):
+            continue
+        if k == "properties" and isinstance(v, dict):
+            out[k] = {name: compact_schema(prop) for name, prop in v.items()}
+            continue
+        out[k] = compact_schema(v)
+    alts = out.get("anyOf")
+    if isinstance(alts, list) and len(alts) == 2 and {"type": "null"} in alts:
+        out.pop("anyOf")
+        out = {**[a for a in alts if a != {"type": "null"}][0], **out}
+        if out.get("default", 0) is None:
+            out.pop("default")
+    return out
+
+
+def _tools(project):
+    """The five tools, as SDK Tool objects with compact schemas."""
+    from mcp.server.mcpserver.tools import Tool
+
+    def get_context(budget: Annotated[int, Field(ge=64, description="tokens")] = 4000,
+                    query: Annotated[str | None, Field(description="also pull in older turns matching this")] = None,
+                    ) -> str:
+        """This project's conversation context (markdown): facts kept verbatim and current, a summary of older turns, recent turns."""
+        return context_markdown(project, budget, query)
+
+    def search_history(query: str, limit: Annotated[int, Field(ge=1, le=50)] = 10) -> str:
+        """Full-text search of this project's recorded conversation, newest first: id, time, role, trimmed text."""
+        return search_text(project, query, limit)
+
+    def read_output(id: int, start: int = 0, end: int | None = None) -> str:
+        """The full text of message `id` (offloaded tool outputs too), characters [start:end] as a Python slice, at most 40000 per call."""
+        return read_text(project, id, start, end)
+
+    def add_fact(kind: Literal["preference", "requirement", "background", "todo"],
+                 text: Annotated[str, Field(description="one statement, verbatim")]) -> str:
+        """Record a fact to keep in this project's context from now on."""
+        return record_fact(project, kind, text)
+
+    def handoff() -> str:
+        """Pack where this project's conversation stands into a new handoff archive; returns its path and a summary."""
+        return make_handoff(project)
+
+    ro = ToolAnnotations(read_only_hint=True)
+    tools = []
+    for fn, annotations in ((get_context, ro), (search_history, ro), (read_output, ro), (add_fact, None),
+                            (handoff, None)):
+        tool = Tool.from_function(_tool_errors(fn), annotations=annotations, structured_output=False)
+        tool.parameters = compact_schema(tool.parameters)
+        tools.append(tool)
+    return tools
+
+
+def create_server(root=None):
+    """An MCPServer for the project at *root* (default: the working directory)."""
+    from ctxd.memory.project import locate
+
+    project = locate(cwd=root)
+    server = MCPServer(NAME, version=__version__, instructions=INSTRUCTIONS, log_level="WARNING",
+                      tools=_tools(project))
+
+    @server.resource(CONTEXT_URI, name="context", mime_type="text/markdown",
+                     description="This project's context.md, rendered now")
+    @_resource_errors
+    def context_resource() -> str:
+        return project_context(project)
+
+    @server.resource(HANDOFF_URI, name="handoff", mime_type="application/json",
+                     description="The newest handoff archive of this project")
+    @_resource_errors
+    def handoff_resource() -> str:
+        return latest_handoff(project)
+
+    @server.prompt(name="teach", description="A tutor prompt built from the newest handoff archive")
+    @_prompt_errors
+    def teach(topic: str | None = None, focus: str | None = None) -> str:
+        return teach_prompt(project, topic, focus)
+
+    return server
+
+
+def run(root=None):
+    """Serve over stdio until the client closes standard input."""
+    create_server(root).run("stdio")
