@@ -29,7 +29,4 @@ def isolated_paths(tmp_path_factory, monkeypatch):
     return home
 
 
-def write_config(home, text):
-    d = home / ".config" / "ctxd"
-    d.mkdir(parents=True, exist_ok=True)
-    (d / "config.toml").write_text(text)
+from ctxdtest import write_config  # noqa: E402  (shared with tests that import it)

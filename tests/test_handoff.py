@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import write_config
+from ctxdtest import write_config
 from ctxd.errors import ExitCode
 from ctxd.handoff import archive as A
 from ctxd.handoff import build as B
