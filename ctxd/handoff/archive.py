@@ -482,11 +482,14 @@ def load(path):
         return _load_quiet(path)
     except ArchiveCorrupt as e:
         earlier = readable_earlier(path)
+        base = os.path.basename(path)
         if earlier:
             tail = (f"; earlier versions of this session that still load: {', '.join(earlier)} "
                     f"(ctxd handoff show {earlier[0]})")
-        else:
+        elif base.endswith(".json") and _ID.match(base[:-5]):
             tail = "; no earlier version of this session loads"
+        else:
+            tail = ""
         raise ArchiveCorrupt(f"the handoff archive {path} is corrupt: {e.message}. It was left untouched{tail}",
                              path, earlier) from None
 
@@ -823,10 +826,6 @@ def export_file(context_dir, ref, dest):
         _write_new(dest, dumps(archive))
     except FileExistsError:
         raise CtxdError(f"{dest} exists; not overwriting it (choose another name)", ExitCode.USAGE) from None
-    try:
-        os.chmod(dest, 0o644)
-    except OSError:
-        pass
     set_status(context_dir, hid, "shared")
     return hid, dest
 
