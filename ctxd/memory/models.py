@@ -25,8 +25,6 @@ tokenizers are not public or not offline, and cl100k counts higher than o200k, w
 errs on the side of fitting the window.
 """
 
-import difflib
-
 from ctxd.errors import ConfigError, CtxdError, ExitCode
 from ctxd.memory.tokens import CL100K, ENCODINGS, O200K
 
@@ -209,6 +207,8 @@ def lookup(name, config=None):
     if best is not None:
         table, known_name = best
         return over[known_name] if table is over else _builtin(known_name)
+    import difflib  # only for the error: it imports and compiles re
+
     names = known(config)
     close = difflib.get_close_matches(key, names, n=3, cutoff=0.6)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
