@@ -128,7 +128,7 @@ def mastery(depth, setbacks=0):
 
 # -- concepts -------------------------------------------------------------------------
 
-_LEADIN = re.compile(r"^.{0,40}?[:：]\s*")
+_LEADIN = re.compile(r"^[^:：?？\n]{0,60}?[:：]\s+|^[^:：?？\n]{0,60}?：")
 _ZH_MARKERS = ("为什么", "为何", "是什么", "什么是", "是怎么回事", "怎么回事", "是干什么", "干什么", "怎么", "如何", "怎样",
                "有什么", "是什么关系", "是不是", "要不要", "能不能", "会不会", "可以吗", "够吗", "够用吗", "选哪个", "分别",
                "什么时候", "多大", "多少", "哪些", "吗", "呢")
@@ -137,7 +137,7 @@ _ZH_FILLER = re.compile(r"^(?:请问|请教一下|那么|那|再问一个|还有
                         r"(?:的|会|要|还|是|都|又|就|需要|非要用|非要|用)$")
 _EN_Q = re.compile(r"(?i)^(?:so,?\s+)?(?:what|who|which|why|how|when|where|is|are|do|does|did|can|could|should|would|will)"
                    r"(?:'s|'re)?(?:\s+(?:is|are|was|were|does|do|did|would|should|can|could|will|you|we|i|it|they|"
-                   r"there|the|a|an|of|to|come|much|many|exactly|really|actually|not))*\s+")
+                   r"there|this|that|these|those|be|have|get|the|a|an|of|to|come|much|many|exactly|really|actually|not))*\s+")
 _EN_HOW = re.compile(r"(?i)^how (?:big|many|much|long|often|fast|far|well|large|small)\s+(?:is|are|was|were|does|do|"
                      r"would|should|can|could|will)?\s*")
 _EN_DOES = re.compile(r"(?i)^(?:what|how|why|where|when) (?:does|do|did)\b")
@@ -147,7 +147,7 @@ _EN_TAIL = re.compile(r"(?i)\s+(?:work|works|mean|means|do|does|matter|happen|ha
 
 def _first_question(text):
     core = _LEADIN.sub("", text.strip(), count=1) if len(text) > 6 else text
-    parts = [p.strip() for p in re.split(r"(?<=[?？])\s*|[\n。！!]+", core) if p.strip()]
+    parts = [p.strip() for p in re.split(r"(?<=[?？])\s*|(?<=[.!])\s+|[\n。！]+", core) if p.strip()]
     for p in parts:
         if p.endswith(("?", "？")) or question_depth(p):
             return p
@@ -687,8 +687,8 @@ def build(store, *, root=None, session=None, config_raw=None, previous=None, now
             q["status"], q["resolved_at"] = "resolved", _iso(msgs[-1].ts)
 
     # progress, from the engine's session memory
-    class _Ctx:
-        facts = rows
+    class _Ctx:  # progress and next steps come from what was said, not from tool output
+        facts = [r for r in rows if r["role"] != "tool"]
 
     memory = engine.session_memory(_Ctx)
     resolved_concepts = []
