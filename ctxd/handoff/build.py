@@ -45,7 +45,16 @@ messages and the context engine's facts (``ctxd.memory.engine``):
 - **facts**: the engine's facts of the session (current ones first by
   priority), verbatim, as many as the token budget allows: tokens of the
   session's messages / ``[handoff] compression_ratio`` (default 10), minus what
-  the rest of the archive takes. **context_footprint** records the outcome.
+  the rest of the archive takes (at least MIN_TARGET tokens, so a short
+  conversation still gets a useful archive). Key points and the question pool
+  get up to 18 % of the budget each; a tool output's facts rank at half their
+  priority; passing "...?" questions stay in the pool. **context_footprint**
+  records the outcome (offloaded outputs count at their full size).
+
+``ctxd teach`` prompts in the session (recorded with source ``teach`` or pasted
+into an AI CLI) are not read as the learner; their ``[Qn]`` answers and
+``[done: item]`` markers (``ctxd.handoff.teach.session_outcome``) resolve pool
+questions and complete items.
 """
 
 import os
