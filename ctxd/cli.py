@@ -65,9 +65,11 @@ def _register():
     cli.add_command(teach_cmd.teach)
     cli.add_command(teach_cmd.review)
 
-    from ctxd.commands import completion
+    from ctxd.commands import completion, doctor, paths as paths_cmd
 
     cli.add_command(completion.completion)
+    cli.add_command(doctor.doctor)
+    cli.add_command(paths_cmd.paths)
 
     from ctxd.commands import mcp as mcp_cmd
 

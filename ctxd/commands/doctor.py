@@ -1,0 +1,504 @@
+"""``ctxd doctor``: is ctxd set up right here, and if not, what to run.
+
+Every check has a status (ok, warn, fail, or skip when it cannot be seen from
+here) and, unless ok, one concrete fix. The exit status is 1 when a check
+fails, 0 otherwise (warnings included).
+
+The hook lives in the shell as functions a child process cannot see, so the
+hook templates export ``_CTXD_HOOK=<shell>`` when they load; everything else
+comes from the environment the shell passed down and from the files on disk.
+The marker is inherited by child shells, so when the shell process already had
+it at start-up (psutil reads its initial environment) and no rc file loads the
+hook, the hook is reported as probably inherited rather than loaded. (A marker
+naming the pid would tell them apart exactly, but it would change the exported
+environment of every nested shell that loads the hook.)
+"""
+
+import json
+import os
+import shlex
+import subprocess
+import time
+
+import click
+
+SCHEMA_VERSION = 1
+OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
+RECENT = 7 * 86400  # log errors younger than this make a warning
+SHIM_DIRS = ("/.pyenv/shims/", "/.asdf/shims/", "/mise/shims/", "/.rtx/shims/", "/rtx/shims/",
+             "/.nodenv/shims/", "/.rbenv/shims/")
+
+
+class Check:
+    __slots__ = ("name", "status", "message", "fix")
+
+    def __init__(self, name, status, message, fix=None):
+        self.name, self.status, self.message, self.fix = name, status, message, fix
+
+    def to_json(self):
+        return {"name": self.name, "status": self.status, "message": self.message, "fix": self.fix}
+
+
+# -- helpers -------------------------------------------------------------------
+
+def _hook_line(shell):
+    return "ctxd hook fish | source" if shell == "fish" else f'eval "$(ctxd hook {shell})"'
+
+
+def _load_fix(shell):
+    return (f"load it now: {_hook_line(shell)}; and in every new shell: "
+            f"ctxd setup --shell {shell} --write")
+
+
+def _drop_state_cmd(shell):
+    """Undo ctxd's changes with the hook's restore function (when there is one), drop the state."""
+    if shell == "fish":
+        return "functions -q __ctxd_restore; and __ctxd_restore; set -e CTXD_STATE CTXD_WATCH"
+    return "_ctxd_restore 2>/dev/null; unset CTXD_STATE CTXD_WATCH"
+
+
+def _rc_candidates(shell, environ):
+    home = environ.get("HOME") or os.path.expanduser("~")
+    if shell == "bash":
+        return [os.path.join(home, f) for f in (".bashrc", ".bash_profile", ".bash_login", ".profile")]
+    if shell == "zsh":
+        zdot = environ.get("ZDOTDIR") or home
+        return [os.path.join(zdot, f) for f in (".zshrc", ".zprofile", ".zshenv", ".zlogin")]
+    cfg = environ.get("XDG_CONFIG_HOME", "")
+    cfg = cfg if cfg.startswith("/") else os.path.join(home, ".config")
+    fish = os.path.join(cfg, "fish")
+    found = [os.path.join(fish, "config.fish")]
+    try:
+        found += sorted(os.path.join(fish, "conf.d", f) for f in os.listdir(os.path.join(fish, "conf.d"))
+                        if f.endswith(".fish"))
+    except OSError:
+        pass
+    return found
+
+
+def _rc_hook_line(shell, environ):
+    """(file, line number) of the first uncommented line that loads ctxd's hook, or None."""
+    for path in _rc_candidates(shell, environ):
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                for n, line in enumerate(f, 1):
+                    text = line.strip()
+                    if text.startswith("#"):
+                        continue
+                    if "ctxd hook" in text and (shell in text or "ctxd hook)" in text or text.endswith("ctxd hook")):
+                        return path, n
+        except OSError:
+            continue
+    return None
+
+
+def _tilde(path, environ):
+    home = (environ.get("HOME") or "").rstrip("/")
+    if home and (path == home or path.startswith(home + "/")):
+        return "~" + path[len(home):]
+    return path
+
+
+def _shell_process(name):
+    """The nearest ancestor process running shell *name*, or None (psutil)."""
+    try:
+        import psutil
+
+        for p in psutil.Process().parents():
+            try:
+                names = {p.name().lstrip("-")}
+                exe = p.exe()
+                if exe:
+                    names.add(os.path.basename(exe))
+            except (psutil.Error, OSError):
+                continue
+            if name in names:
+                return p
+    except Exception:
+        return None
+    return None
+
+
+def _inherited_marker(proc, marker):
+    """True when *proc* already had _CTXD_HOOK=marker when it started (None: unknown)."""
+    if proc is None:
+        return None
+    try:
+        return proc.environ().get("_CTXD_HOOK") == marker
+    except Exception:
+        return None
+
+
+def _age(seconds):
+    seconds = max(0, int(seconds))
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds // size} {unit}"
+    return f"{seconds} s"
+
+
+def _private_tree(top):
+    """(fails, warns) for a directory tree that must be the user's own: dirs 0700, files 0600."""
+    fails, warns = [], []
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    for dirpath, dirnames, filenames in os.walk(top):
+        for path, is_dir in [(dirpath, True)] + [(os.path.join(dirpath, f), False) for f in filenames]:
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            mode = st.st_mode & 0o777
+            if uid is not None and st.st_uid != uid:
+                fails.append(f"{path} belongs to uid {st.st_uid}")
+            elif mode & 0o022:
+                fails.append(f"{path} is writable by others ({mode:04o})")
+            elif mode & 0o077:
+                warns.append(f"{path} is {mode:04o}, not {'0700' if is_dir else '0600'}")
+    return fails, warns
+
+
+# -- the checks ----------------------------------------------------------------
+
+def check_shell(environ):
+    import shellingham
+
+    try:
+        name, path = shellingham.detect_shell()
+    except shellingham.ShellDetectionFailure:
+        path = environ.get("SHELL", "")
+        name = os.path.basename(path)
+    name = os.path.basename(name or "").lstrip("-")
+    from ctxd.shells import SUPPORTED
+
+    if name in SUPPORTED:
+        return name, Check("shell", OK, name if not path or path == name else f"{name} ({path})")
+    return None, Check("shell", WARN, f"{name or 'unknown shell'}: ctxd's hook supports bash, zsh and fish",
+                       "run ctxd in bash, zsh or fish")
+
+
+def check_hook(shell, environ, rc_found):
+    marker = environ.get("_CTXD_HOOK", "")
+    if shell is None:
+        if marker:
+            return Check("hook", OK, f"loaded by a {marker} (_CTXD_HOOK={marker}); this shell is unknown")
+        return Check("hook", WARN, "not loaded (_CTXD_HOOK is not set)",
+                     "in bash, zsh or fish: ctxd setup --write, then open a new shell")
+    if not marker:
+        if rc_found:
+            fix = (f"{_tilde(rc_found[0], environ)} loads it: open a new shell (exec {shell}) "
+                   f"or run {_hook_line(shell)}")
+        else:
+            fix = _load_fix(shell)
+        return Check("hook", WARN, f"not loaded in this {shell} (_CTXD_HOOK is not set)", fix)
+    if marker != shell:
+        return Check("hook", WARN, f"loaded in a parent {marker}, not in this {shell} (_CTXD_HOOK={marker})",
+                     _load_fix(shell))
+    proc = _shell_process(shell)
+    where = f" (pid {proc.pid})" if proc is not None else ""
+    if _inherited_marker(proc, marker) and not rc_found:
+        return Check("hook", WARN,
+                     f"probably not loaded in this {shell}{where}: _CTXD_HOOK={marker} was inherited from a "
+                     f"parent shell and no rc file loads the hook", _load_fix(shell))
+    return Check("hook", OK, f"loaded in this {shell}{where}")
+
+
+def check_rc(shell, environ, rc_found):
+    from ctxd.commands.setup import RC
+
+    if shell is None:
+        return Check("rc file", SKIP, "unknown shell")
+    if rc_found:
+        path, n = rc_found
+        return Check("rc file", OK, f"{_tilde(path, environ)}:{n} loads the hook")
+    return Check("rc file", WARN, f"{RC[shell][0]} does not load the hook (new shells start without ctxd)",
+                 f"ctxd setup --shell {shell} --write   (adds: {RC[shell][1]})")
+
+
+def check_command(environ):
+    import shutil
+
+    found = shutil.which("ctxd", path=environ.get("PATH"))
+    if found:
+        return Check("command", OK, f"ctxd on PATH: {found}")
+    return Check("command", WARN, "ctxd is not on PATH: the rc file line cannot run it in a new shell",
+                 "add the directory holding the ctxd script to PATH in your profile (pipx: pipx ensurepath)")
+
+
+def check_prompt_command(environ):
+    pc = environ.get("PROMPT_COMMAND")
+    if pc is None:
+        return Check("PROMPT_COMMAND", SKIP,
+                     "not exported, so its order cannot be seen from here; to check it: "
+                     "PROMPT_COMMAND=\"${PROMPT_COMMAND[*]}\" ctxd doctor")
+    first = pc.strip().split(";", 1)[0].split()
+    first = first[0] if first else ""
+    if "_ctxd_hook" not in pc.replace(";", " ").split():
+        return Check("PROMPT_COMMAND", WARN, "does not run _ctxd_hook", _load_fix("bash"))
+    if first == "_ctxd_hook":
+        return Check("PROMPT_COMMAND", OK, "_ctxd_hook runs first")
+    return Check("PROMPT_COMMAND", WARN,
+                 f"_ctxd_hook runs after {first!r}, which sees the environment before ctxd updates it",
+                 "something in ~/.bashrc prepends to PROMPT_COMMAND after ctxd's line: move "
+                 "eval \"$(ctxd hook bash)\" below it (ctxd installs itself first in line)")
+
+
+def check_interpreter():
+    from ctxd.shells.base import export_command
+
+    cmd = export_command()
+    exe = cmd[0]
+    if not exe or not os.path.isfile(exe) or not os.access(exe, os.X_OK):
+        return Check("interpreter", FAIL, f"{exe or '(none)'} does not exist or is not executable",
+                     "reinstall ctxd (python3 -m pip install ctxd), then open a new shell")
+    shim = any(d in exe for d in SHIM_DIRS) or "shims" in exe.split(os.sep)
+    if not shim:
+        try:
+            with open(exe, "rb") as f:
+                shim = f.read(2) == b"#!"  # a script standing in for python
+        except OSError:
+            pass
+    if shim:
+        return Check("interpreter", WARN,
+                     f"{exe} is a version-manager shim or wrapper script: each cd into a project pays for it "
+                     f"(~50 ms) and a project's version pin can switch the interpreter",
+                     "install ctxd with a real interpreter (e.g. pipx install ctxd), then re-run "
+                     "ctxd setup and open a new shell")
+    code = cmd[4]
+    tail = ";from ctxd._entry import export_main;export_main()"
+    probe = "import ctxd,ctxd._entry,ctxd.activation.export;print(ctxd.__file__)"
+    code = code[: -len(tail)] + ";" + probe if code.endswith(tail) else probe
+    try:
+        r = subprocess.run([exe, "-I", "-S", "-c", code], capture_output=True, text=True, timeout=30,
+                           stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return Check("interpreter", FAIL, f"{exe} cannot run: {e}",
+                     "reinstall ctxd (python3 -m pip install ctxd), then open a new shell")
+    if r.returncode != 0:
+        last = (r.stderr.strip().splitlines() or ["no output"])[-1]
+        return Check("interpreter", FAIL, f"{exe} -I -S cannot import ctxd: {last}",
+                     f"reinstall ctxd for this interpreter: {shlex.quote(exe)} -m pip install ctxd")
+    import ctxd
+
+    got = os.path.dirname(os.path.realpath(r.stdout.strip()))
+    mine = os.path.dirname(os.path.realpath(ctxd.__file__))
+    if got != mine:
+        return Check("interpreter", WARN, f"{exe} -I -S imports another ctxd ({got}, this one is {mine})",
+                     "reinstall ctxd, then open a new shell")
+    return Check("interpreter", OK, f"{exe} imports ctxd with -I -S")
+
+
+def check_state(shell, environ):
+    from ctxd.activation.state import STATE_VAR, decode
+    from ctxd.errors import StateError
+
+    token = environ.get(STATE_VAR)
+    if token is None:
+        return None, Check("state", OK, "no project active (CTXD_STATE is not set)")
+    try:
+        state = decode(token)
+    except StateError as e:
+        return None, Check("state", FAIL, e.message,
+                           f"run: {_drop_state_cmd(shell or 'bash')}   (the hook re-activates at the next prompt)")
+    return state, Check("state", OK, f"CTXD_STATE decodes: {state.root or 'no project'} is active")
+
+
+def check_watch(shell, environ, state_set):
+    w = environ.get("CTXD_WATCH")
+    if w is None:
+        if state_set:
+            return Check("watch", WARN, "CTXD_STATE is set but CTXD_WATCH is not: edits to the project's "
+                         "files go unnoticed until the next cd", "cd out of the project and back in")
+        return Check("watch", OK, "nothing watched (CTXD_WATCH is not set)")
+    fix = f"run: {_drop_state_cmd(shell or 'bash')}   (the hook re-activates at the next prompt)"
+    if not state_set:
+        return Check("watch", WARN, "CTXD_WATCH is set without CTXD_STATE (left over)", fix)
+    lines = w.split("\n")
+    stamp, entries = lines[0], lines[1:]
+    if stamp and not stamp.startswith("/"):
+        return Check("watch", FAIL, f"CTXD_WATCH is malformed: its first line {stamp!r} is not a stamp path", fix)
+    for n, line in enumerate(entries, 2):
+        if not (line[:1] in ("+", "-") and line[1:].startswith("/")):
+            return Check("watch", FAIL, f"CTXD_WATCH is malformed: line {n} {line!r} is not +PATH or -PATH", fix)
+    if stamp and not os.path.exists(stamp):
+        return Check("watch", WARN, f"the stamp file {stamp} is gone: edits go unnoticed until the next cd",
+                     "cd out of the project and back in")
+    return Check("watch", OK, f"{len(entries)} paths watched")
+
+
+def check_root(environ, state, hook_loaded):
+    from ctxd.activation import detectors
+    from ctxd.activation.export import logical_pwd
+
+    pwd = logical_pwd(environ)
+    root = detectors.find_root(pwd)
+    active = environ.get("CTXD_ROOT")
+    again = "press Enter (the hook updates at the next prompt); if it stays: ctxd show"
+    if not hook_loaded:
+        again = "load the hook (see the hook check)"
+    if state is not None and state.root and active and state.root != active:
+        return Check("root", WARN, f"CTXD_ROOT={active} but CTXD_STATE was made for {state.root}", again)
+    if active == root:
+        if root is None:
+            return Check("root", OK, "no project here and none active")
+        return Check("root", OK, f"CTXD_ROOT is this directory's project root ({root})")
+    if active is None:
+        return Check("root", WARN, f"this directory is in the project {root}, but none is active", again)
+    if root is None:
+        return Check("root", WARN, f"CTXD_ROOT={active}, but this directory is in no project", again)
+    return Check("root", WARN, f"CTXD_ROOT={active}, but this directory's project root is {root}", again)
+
+
+def check_config(environ):
+    from ctxd import paths
+    from ctxd.activation import config
+    from ctxd.errors import ConfigError
+
+    path = paths.config_file(environ)
+    if not os.path.exists(path):
+        return Check("config", OK, f"no config file ({path}): defaults apply")
+    try:
+        config.load(environ)
+    except ConfigError as e:
+        return Check("config", FAIL, e.message, f"fix the TOML in {path} (see README: Security, Conversation store)")
+    return Check("config", OK, f"{path} parses")
+
+
+def check_trust(environ):
+    from ctxd import paths
+
+    d = paths.trust_dir(environ)
+    if not os.path.isdir(d):
+        return Check("trust store", OK, f"nothing trusted yet ({d} does not exist)")
+    fails, warns = _private_tree(d)
+    records = sum(len(files) for _, _, files in os.walk(d))
+    if fails:
+        return Check("trust store", FAIL,
+                     f"{fails[0]}: someone else could trust files for you" + (f" (+{len(fails) - 1} more)" if len(fails) > 1 else ""),
+                     f"chown -R \"$(id -u)\" {shlex.quote(d)} && chmod -R go-rwx {shlex.quote(d)}   "
+                     f"(first check that every record there is yours: each file names the path it trusts)")
+    if warns:
+        return Check("trust store", WARN, warns[0] + (f" (+{len(warns) - 1} more)" if len(warns) > 1 else ""),
+                     f"chmod -R go-rwx {shlex.quote(d)}")
+    return Check("trust store", OK, f"{d}: {records} records, private")
+
+
+def check_store(environ):
+    import sqlite3
+
+    from ctxd.memory.store import DB_NAME, Store, StoreCorrupt, StoreError
+
+    try:
+        from ctxd.memory.project import locate
+
+        project = locate(environ=dict(environ))
+    except Exception as e:
+        return [Check("store", WARN, f"cannot tell this directory's project: {e}", "ctxd show")]
+    db = os.path.join(project.context_dir, DB_NAME)
+    if not os.path.exists(db):
+        return [Check("store", OK, f"no conversation store for {project.root} yet")]
+    recover = f"cd {shlex.quote(project.root)} && ctxd chat recover   (the damaged file is kept)"
+    fails, warns = _private_tree(project.context_dir)  # before opening: that makes the db 0600
+    try:
+        with Store(project.context_dir, create=False) as store:
+            result = store.integrity()
+    except StoreCorrupt:
+        out = [Check("store", FAIL, f"{db} is corrupt (not a readable SQLite database)", recover)]
+    except StoreError as e:
+        out = [Check("store", FAIL, e.message, "upgrade ctxd" if "newer ctxd" in e.message else recover)]
+    except sqlite3.DatabaseError as e:
+        out = [Check("store", FAIL, f"{db}: {e}", recover)]
+    else:
+        if result == "ok":
+            out = [Check("store", OK, f"{db}: integrity ok")]
+        else:
+            problems = [l for l in str(result).splitlines() if l.strip() and not l.startswith("***")] or [str(result)]
+            more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+            out = [Check("store", FAIL, f"{db}: integrity check failed: {problems[0]}{more}", recover)]
+    q = shlex.quote(project.context_dir)
+    if fails:
+        out.append(Check("store files", FAIL, fails[0], f"chown -R \"$(id -u)\" {q} && chmod -R go-rwx {q}"))
+    elif warns:
+        out.append(Check("store files", WARN, warns[0] + (f" (+{len(warns) - 1} more)" if len(warns) > 1 else ""),
+                         f"chmod -R go-rwx {q}"))
+    else:
+        out.append(Check("store files", OK, "private (directories 0700, files 0600)"))
+    return out
+
+
+def check_log(environ, now=None):
+    from ctxd import paths
+
+    path = paths.log_file(environ)
+    try:
+        st = os.stat(path)
+        with open(path, "rb") as f:
+            if st.st_size > 4 << 20:
+                f.seek(-(4 << 20), os.SEEK_END)
+            text = f.read().decode("utf-8", "replace")
+    except FileNotFoundError:
+        return Check("log", OK, "no errors logged")
+    except OSError as e:
+        return Check("log", WARN, f"{path}: {e.strerror}", f"check the permissions of {path}")
+    lines = text.splitlines()
+    entries = [l for l in lines if l.startswith("--- ")]
+    if not entries:
+        return Check("log", OK, f"{path}: no errors logged")
+    age = (now or time.time()) - st.st_mtime
+    last = next((l.strip() for l in reversed(lines) if l.strip() and not l.startswith((" ", "---"))), "")
+    summary = f"{len(entries)} errors logged in {path}, the last {_age(age)} ago"
+    if age < RECENT:
+        return Check("log", WARN, f"{summary}: {last[:200]}",
+                     f"read {path} (and report a bug with it); once dealt with: rm {shlex.quote(path)}")
+    return Check("log", OK, summary)
+
+
+def run_checks(environ=None):
+    environ = dict(os.environ) if environ is None else environ
+    checks = []
+    shell, c = check_shell(environ)
+    checks.append(c)
+    rc_found = _rc_hook_line(shell, environ) if shell else None
+    hook = check_hook(shell, environ, rc_found)
+    checks.append(hook)
+    checks.append(check_rc(shell, environ, rc_found))
+    checks.append(check_command(environ))
+    if shell == "bash" or (shell is None and environ.get("_CTXD_HOOK") == "bash"):
+        checks.append(check_prompt_command(environ))
+    checks.append(check_interpreter())
+    state, c = check_state(shell, environ)
+    checks.append(c)
+    checks.append(check_watch(shell, environ, "CTXD_STATE" in environ))
+    checks.append(check_root(environ, state, hook.status == OK))
+    checks.append(check_config(environ))
+    checks.append(check_trust(environ))
+    checks.extend(check_store(environ))
+    checks.append(check_log(environ))
+    return shell, checks
+
+
+@click.command()
+@click.option("--json", "json_", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def doctor(ctx, json_):
+    """Check the hook, the shell, the interpreter, the state variables, the trust
+    store, this project's conversation store and the log; print the fixes.
+
+    Exit status 1 when a check fails, 0 otherwise (warnings included).
+    """
+    shell, checks = run_checks()
+    failed = any(c.status == FAIL for c in checks)
+    if json_:
+        click.echo(json.dumps({"schema_version": SCHEMA_VERSION, "ok": not failed, "shell": shell,
+                               "checks": [c.to_json() for c in checks]}, ensure_ascii=False))
+    else:
+        width = max(len(c.name) for c in checks)
+        for c in checks:
+            click.echo(f"{c.status:<4}  {c.name:<{width}}  {c.message}")
+        fixes = [c for c in checks if c.fix and c.status in (WARN, FAIL)]
+        counts = {s: sum(c.status == s for c in checks) for s in (OK, WARN, FAIL, SKIP)}
+        click.echo("\n" + ", ".join(f"{n} {s}" for s, n in counts.items() if n or s != SKIP))
+        if fixes:
+            click.echo("\nfixes:")
+            for c in fixes:
+                click.echo(f"  {c.name}: {c.fix}")
+    ctx.exit(1 if failed else 0)
