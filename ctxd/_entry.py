@@ -19,8 +19,10 @@ def _log_exception(where):
 
         path = paths.log_file()
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        import time
+
         with open(path, "a", encoding="utf-8") as f:
-            f.write(f"--- {where} (pid {os.getpid()})\n")
+            f.write(f"--- {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {where} (pid {os.getpid()})\n")
             traceback.print_exc(file=f)
         return path
     except Exception:

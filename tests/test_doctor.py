@@ -292,7 +292,9 @@ def test_damaged_pages_fail_the_integrity_check_and_the_fix_recovers(home, tmp_p
             f.write(b"\xff" * 64)
     code, _, checks = run_doctor(home, cwd=py)
     assert code == 1 and checks["store"]["status"] == "fail"
-    assert "integrity check failed" in checks["store"]["message"]
+    # depending on which pages the damage hits, opening or the integrity check reports it
+    msg = checks["store"]["message"]
+    assert "integrity check failed" in msg or "database disk image is malformed" in msg, msg
     # the printed recovery works
     fix = checks["store"]["fix"].split("   (")[0]
     r = subprocess.run(["sh", "-c", fix], env=shellkit.base_env(home), capture_output=True, text=True, timeout=120)

@@ -31,7 +31,12 @@ def atomic_write(path, data, mode=0o600):
     if isinstance(data, str):
         data = data.encode("utf-8")
     d = os.path.dirname(path)
-    os.makedirs(d, mode=0o700, exist_ok=True)
+    if not os.path.isdir(d):
+        old_umask = os.umask(0o077)  # every directory created on the way is private, not just the last
+        try:
+            os.makedirs(d, mode=0o700, exist_ok=True)
+        finally:
+            os.umask(old_umask)
     tmp = os.path.join(d, f".{os.path.basename(path)}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:

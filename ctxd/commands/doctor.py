@@ -443,13 +443,34 @@ def check_log(environ, now=None):
     entries = [l for l in lines if l.startswith("--- ")]
     if not entries:
         return Check("log", OK, f"{path}: no errors logged")
-    age = (now or time.time()) - st.st_mtime
+    now = now or time.time()
+    age = now - st.st_mtime
+    stamped = [_entry_time(l) for l in entries]
+    recent = [t for t in stamped if t is not None and now - t < RECENT]
     last = next((l.strip() for l in reversed(lines) if l.strip() and not l.startswith((" ", "---"))), "")
     summary = f"{len(entries)} errors logged in {path}, the last {_age(age)} ago"
+    if any(t is not None for t in stamped):  # entries carry their time: count the recent ones
+        if recent:
+            return Check("log", WARN, f"{len(recent)} errors logged in the last 7 days in {path}: {last[:200]}",
+                         f"read {path} (and report a bug with it); once dealt with: rm {shlex.quote(path)}")
+        return Check("log", OK, summary)
     if age < RECENT:
         return Check("log", WARN, f"{summary}: {last[:200]}",
                      f"read {path} (and report a bug with it); once dealt with: rm {shlex.quote(path)}")
     return Check("log", OK, summary)
+
+
+def _entry_time(line):
+    """The UTC time of a log entry header (`--- 2026-11-30T07:00:00Z where ...`), or None."""
+    import calendar
+
+    parts = line.split()
+    if len(parts) >= 2:
+        try:
+            return calendar.timegm(time.strptime(parts[1], "%Y-%m-%dT%H:%M:%SZ"))
+        except ValueError:
+            return None
+    return None
 
 
 def run_checks(environ=None):

@@ -433,19 +433,29 @@ def recover(context_dir):
         old.row_factory = sqlite3.Row
         try:
             hi = old.execute("SELECT max(id) FROM messages").fetchone()[0] or 0
-        except sqlite3.DatabaseError:
-            hi = 10**7
-        step = 500
+            bounded = True
+        except sqlite3.DatabaseError as e:
+            if "not a database" in str(e) or "no such table" in str(e):
+                hi = 0  # nothing of ours in there to salvage
+            else:
+                hi = 10**7
+            bounded = False
+        step, failures = 500, 0
         for lo in range(1, hi + 1, step):
             try:
-                salvaged += [dict(r) for r in old.execute(
+                rows = [dict(r) for r in old.execute(
                     "SELECT * FROM messages WHERE id BETWEEN ? AND ?", (lo, lo + step - 1))]
+                salvaged += rows
+                failures = 0 if rows else failures + 1
             except sqlite3.DatabaseError:
+                failures += 1
                 for i in range(lo, lo + step):
                     try:
                         salvaged += [dict(r) for r in old.execute("SELECT * FROM messages WHERE id = ?", (i,))]
                     except sqlite3.DatabaseError:
                         lost += 1
+            if not bounded and failures >= 20:
+                break  # no readable upper bound: stop after 10,000 ids that gave nothing
         old.close()
     except sqlite3.DatabaseError:
         pass
