@@ -227,3 +227,10 @@ def test_project_store_is_git_excluded(tmp_path):
     assert "/.ctxd/" in (tmp_path / ".git/info/exclude").read_text()
     st = subprocess.run(["git", "status", "--porcelain"], cwd=tmp_path, capture_output=True, text=True).stdout
     assert ".ctxd" not in st
+
+
+def test_recover_of_a_file_that_is_not_sqlite_keeps_it_and_starts_clean(tmp_path):
+    (tmp_path / "store.db").write_bytes(b"garbage, not sqlite" * 1000)
+    n, lost, backup = recover(str(tmp_path))
+    assert n == 0 and open(backup, "rb").read() == b"garbage, not sqlite" * 1000
+    assert Store(str(tmp_path)).integrity() == "ok"
