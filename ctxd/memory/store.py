@@ -338,11 +338,18 @@ class Store:
             where, args = "session = ?", (session,)
         else:
             raise StoreError("say what to forget: --id, --before, --session or --all", ExitCode.USAGE)
+        return self._delete(where, [args])
+
+    def _delete(self, where, arg_sets):
+        """Delete the rows matching *where* for each argument tuple, in one transaction,
+        and the offloaded files no remaining message shares. Returns how many rows."""
+        n, paths_ = 0, []
         self.db.execute("BEGIN IMMEDIATE")
         try:
-            paths_ = [r[0] for r in self.db.execute(
-                f"SELECT output_path FROM messages WHERE {where} AND output_path IS NOT NULL", args)]
-            n = self.db.execute(f"DELETE FROM messages WHERE {where}", args).rowcount
+            for args in arg_sets:
+                paths_ += [r[0] for r in self.db.execute(
+                    f"SELECT output_path FROM messages WHERE ({where}) AND output_path IS NOT NULL", args)]
+                n += self.db.execute(f"DELETE FROM messages WHERE {where}", args).rowcount
             still = {r[0] for r in self.db.execute(
                 "SELECT output_path FROM messages WHERE output_path IS NOT NULL")} if paths_ else set()
             self.db.execute("COMMIT")
@@ -380,26 +387,7 @@ class Store:
         if not keys:
             return 0
         where = "dedup = ? OR (dedup >= ? AND dedup < ?)"  # the range: key + ":" ... key + ";"
-        n, paths_ = 0, []
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
-            for k in keys:
-                args = (k, k + ":", k + ";")
-                paths_ += [r[0] for r in self.db.execute(
-                    f"SELECT output_path FROM messages WHERE ({where}) AND output_path IS NOT NULL", args)]
-                n += self.db.execute(f"DELETE FROM messages WHERE {where}", args).rowcount
-            still = {r[0] for r in self.db.execute(
-                "SELECT output_path FROM messages WHERE output_path IS NOT NULL")} if paths_ else set()
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        for p in set(paths_) - still:
-            try:
-                os.unlink(p)
-            except FileNotFoundError:
-                pass
-        return n
+        return self._delete(where, [(k, k + ":", k + ";") for k in keys])
 
 
 def _statements(script):
