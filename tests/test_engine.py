@@ -217,3 +217,19 @@ def test_teach_prompts_are_not_facts(store):
     store.add("user", "Do not use MongoDB.")
     engine.refresh_facts(store)
     assert [r["text"] for r in store.db.execute("SELECT text FROM facts")] == ["Do not use MongoDB."]
+
+
+def test_refresh_limit_leaves_a_backlog_for_later(store):
+    fill(store, [("user", f"Budget item {i} is at most {i} USD.") for i in range(50)])
+    assert engine.backlog(store) == 50
+    assert engine.refresh_facts(store, batch=10, limit=20) == 20
+    assert engine.backlog(store) == 30
+    assert engine.refresh_facts(store) == 30 and engine.backlog(store) == 0
+
+
+def test_old_summary_cache_files_are_pruned(store, tmp_path):
+    for i in range(30):
+        fill(store, [("user", f"turn {i} " + "words " * 80)])
+        engine.assemble(store, budget=600, mode="hybrid")
+    cache = os.path.join(store.dir, "cache")
+    assert len([f for f in os.listdir(cache) if f.startswith("summary-")]) <= 8

@@ -28,7 +28,7 @@ def rerender(store, project):
     from ctxd.memory import render, summarizer
 
     path = render.write(store, project.root)
-    summarizer.spawn_refresh(project)
+    summarizer.spawn_refresh(project, store)
     return path
 
 

@@ -125,7 +125,7 @@ def _rerender(store, project):
     render.write(store, project.root)
     from ctxd.memory import summarizer
 
-    summarizer.spawn_refresh(project)  # LLM summary (if configured) in the background; never waited for
+    summarizer.spawn_refresh(project, store)  # LLM summary or a facts backlog: in the background
 
 
 def _dedup_exists(store, key):

@@ -59,13 +59,18 @@ class Context:
 
 # -- facts: incremental merge ---------------------------------------------------
 
-def refresh_facts(store, batch=2000):
-    """Extract facts from messages not seen yet; return how many messages were read."""
+def refresh_facts(store, batch=2000, limit=None):
+    """Extract facts from messages not seen yet; return how many messages were read.
+
+    *limit* caps the work of one call (a hook must not spend minutes catching up
+    on a big imported history: it reads the newest backlog later, in a detached
+    `ctxd chat refresh`, see ``backlog``).
+    """
     db = store.db
     row = db.execute("SELECT value FROM meta WHERE key = 'facts_upto'").fetchone()
     upto = int(row[0]) if row else 0
     seen = 0
-    while True:
+    while limit is None or seen < limit:
         rows = db.execute("SELECT id, ts, role, content, importance, session, source FROM messages WHERE id > ? "
                           "ORDER BY id LIMIT ?", (upto, batch)).fetchall()
         if not rows:
@@ -97,6 +102,14 @@ def refresh_facts(store, batch=2000):
             raise
         seen += len(rows)
     return seen
+
+
+def backlog(store):
+    """How many messages the facts have not read yet (cheap: two indexed lookups)."""
+    row = store.db.execute("SELECT value FROM meta WHERE key = 'facts_upto'").fetchone()
+    upto = int(row[0]) if row else 0
+    return store.db.execute("SELECT count(*) FROM (SELECT 1 FROM messages WHERE id > ? LIMIT 100000)",
+                            (upto,)).fetchone()[0]
 
 
 def _is_generated(row):
@@ -308,9 +321,22 @@ def summary_block(store, older_upto, budget, cache_dir, llm=None):
         from ctxd.activation.fileio import atomic_write
 
         atomic_write(path, json.dumps({"range": [first, older_upto], "text": text}))
+        _prune_summaries(cache_dir, keep=path)
     except OSError:
         pass
     return text
+
+
+def _prune_summaries(cache_dir, keep, most=8):
+    """A new range makes older cached summaries useless: keep only the newest few."""
+    try:
+        entries = [e for e in os.scandir(cache_dir) if e.name.startswith("summary-") and e.name.endswith(".json")]
+        entries.sort(key=lambda e: e.stat().st_mtime, reverse=True)
+        for e in entries[most:]:
+            if e.path != keep:
+                os.unlink(e.path)
+    except OSError:
+        pass
 
 
 def _day(ts):
@@ -362,8 +388,8 @@ def _previous(decisions_path):
 # -- assembly --------------------------------------------------------------------------
 
 def assemble(store, *, budget, mode="auto", query=None, system=None, system_compact=None, log_dir=None,
-             llm_summary=None):
-    refresh_facts(store)
+             llm_summary=None, refresh_limit=None):
+    refresh_facts(store, limit=refresh_limit)
     ctx = Context()
     ctx.budget = budget
     n = store.count()

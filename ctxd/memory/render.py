@@ -11,6 +11,7 @@ import time
 from ctxd.activation.fileio import atomic_write
 
 FILENAME = "context.md"
+REFRESH_LIMIT = 2000  # messages whose facts one render may extract
 TOTAL_CHARS = 12000
 
 
@@ -34,8 +35,10 @@ def render(store, root, max_chars=TOTAL_CHARS):
     # ~4 characters a token for English; CJK text is denser, so this stays within max_chars
     from ctxd.memory import summarizer
 
+    # a turn's own facts are read now; a big imported backlog is left to `ctxd chat refresh`
+    # (started in the background by whoever recorded it), so no hook waits minutes
     ctx = engine.assemble(store, budget=max(256, (max_chars - 400) // 4), mode="auto",
-                          llm_summary=summarizer.load(store.dir))
+                          llm_summary=summarizer.load(store.dir), refresh_limit=REFRESH_LIMIT)
     for m in ctx.recent:
         if m.output_path:  # a huge output: its head and where the whole of it is
             m.content = (m.content[:400] + f"\n[... full output: {m.output_chars} characters in {m.output_path}; "

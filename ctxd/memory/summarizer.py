@@ -143,11 +143,17 @@ def last_status(context_dir):
         return None
 
 
-def spawn_refresh(project):
-    """Start a detached `ctxd chat refresh` when a summarizer is configured (daemon-free)."""
+def spawn_refresh(project, store=None):
+    """Start a detached `ctxd chat refresh` (daemon-free) when there is background work:
+    an LLM summarizer is configured, or facts lag behind (a big import)."""
     import sys
 
-    if settings(project.config) is None:
+    lagging = False
+    if store is not None:
+        from ctxd.memory import engine
+
+        lagging = engine.backlog(store) > 0
+    if settings(project.config) is None and not lagging:
         return False
     try:
         subprocess.Popen([sys.executable, "-m", "ctxd", "chat", "refresh"], cwd=project.root,
