@@ -25,7 +25,6 @@ A script, never run as a test.
 """
 
 import argparse
-import json
 import os
 import shlex
 import shutil
@@ -37,11 +36,10 @@ import tempfile
 import time
 import venv
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
-sys.path.insert(0, REPO)
-if "--ctxd-src" in sys.argv[:-1]:  # must win before ctxd is first imported
-    sys.path.insert(0, os.path.abspath(sys.argv[sys.argv.index("--ctxd-src") + 1]))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import REPO, isolated_env, read_hyperfine, use_ctxd_source  # noqa: E402
+
+use_ctxd_source()  # must win before ctxd is first imported
 
 TARGET = 1.5
 FORBIDDEN = ("click", "psutil", "shellingham", "platformdirs")
@@ -60,23 +58,6 @@ def console_script():
         script = shutil.which("ctxd")
     on_path = shutil.which("ctxd")
     return script, on_path
-
-
-def isolated_env(home, pwd):
-    env = {
-        "HOME": home,
-        "USER": os.environ.get("USER", "bench"),
-        "LANG": "C.UTF-8",
-        "PATH": os.pathsep.join([os.path.dirname(sys.executable), "/usr/local/bin", "/usr/bin", "/bin"]),
-        "XDG_CONFIG_HOME": os.path.join(home, ".config"),
-        "XDG_DATA_HOME": os.path.join(home, ".local/share"),
-        "XDG_STATE_HOME": os.path.join(home, ".local/state"),
-        "XDG_CACHE_HOME": os.path.join(home, ".cache"),
-        "PWD": pwd,
-    }
-    if os.environ.get("PYENV_ROOT"):  # lets a pyenv shim on PATH work
-        env["PYENV_ROOT"] = os.environ["PYENV_ROOT"]
-    return env
 
 
 def activated_env(hook_argv, env, cwd):
@@ -149,10 +130,7 @@ def time_hyperfine(commands, cwd, env, runs, warmup, chunks=5):
             for name, cmd in commands:
                 argv += ["--command-name", name, shlex.join(cmd)]
             subprocess.run(argv, cwd=cwd, env=env, check=True, capture_output=True)
-            with open(out) as f:
-                for r in json.load(f)["results"]:
-                    times[r["command"]].extend(r["times"])
-                    cpu[r["command"]].append(r["user"] + r["system"])
+            read_hyperfine(out, times, cpu)
         return times, cpu
     finally:
         os.unlink(out)

@@ -96,11 +96,7 @@ def main():
     ap.add_argument("--show", action="store_true", help="print each archive")
     ap.add_argument("--keep", action="store_true", help="keep the temp projects")
     args = ap.parse_args()
-    paths = sorted(os.path.join(args.data, n) for n in os.listdir(args.data) if n.endswith(".jsonl"))
-    if args.case:
-        paths = [p for p in paths if os.path.basename(p)[: -len(".jsonl")] in args.case]
-    if not paths:
-        raise SystemExit(f"no conversations in {args.data}")
+    paths = R.conversation_paths(args.data, args.case)
 
     print(f"ctxd handoff benchmark: archive of each sample conversation"
           f"{f' at compression_ratio = {args.ratio:g}' if args.ratio else ' (default compression_ratio)'}")

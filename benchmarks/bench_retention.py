@@ -204,6 +204,16 @@ def pct(hits):
     return 100.0 * sum(1 for _, ok, _ in hits if ok) / len(hits) if hits else 0.0
 
 
+def conversation_paths(data, cases=()):
+    """The sample conversations (*.jsonl) in *data*, only *cases* when given."""
+    paths = sorted(os.path.join(data, n) for n in os.listdir(data) if n.endswith(".jsonl"))
+    if cases:
+        paths = [p for p in paths if os.path.basename(p)[: -len(".jsonl")] in cases]
+    if not paths:
+        raise SystemExit(f"no conversations in {data}")
+    return paths
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--budget", type=int, default=4000, help="token budget for both (default 4000)")
@@ -214,11 +224,7 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the temp projects")
     args = ap.parse_args()
 
-    paths = sorted(os.path.join(args.data, n) for n in os.listdir(args.data) if n.endswith(".jsonl"))
-    if args.case:
-        paths = [p for p in paths if os.path.basename(p)[: -len(".jsonl")] in args.case]
-    if not paths:
-        raise SystemExit(f"no conversations in {args.data}")
+    paths = conversation_paths(args.data, args.case)
 
     print(f"ctxd retention benchmark: `ctxd context --budget {args.budget} --format text` vs a sliding window of "
           f"{args.budget} tokens (newest messages, +{PER_MESSAGE} per message, at least {MIN_MESSAGES})")

@@ -49,11 +49,10 @@ import tempfile
 import time
 import uuid
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
-sys.path.insert(0, REPO)
-if "--ctxd-src" in sys.argv[:-1]:  # must win before ctxd is first imported
-    sys.path.insert(0, os.path.abspath(sys.argv[sys.argv.index("--ctxd-src") + 1]))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import REPO, isolated_env, read_hyperfine, use_ctxd_source  # noqa: E402
+
+use_ctxd_source()  # must win before ctxd is first imported
 
 RATIO_TARGET = 2.0
 RSS_TARGET_MB = 150
@@ -308,23 +307,6 @@ def console_script():
     return script if os.path.isfile(script) else shutil.which("ctxd")
 
 
-def isolated_env(home, pwd):
-    env = {
-        "HOME": home,
-        "USER": os.environ.get("USER", "bench"),
-        "LANG": "C.UTF-8",
-        "PATH": os.pathsep.join([os.path.dirname(sys.executable), "/usr/local/bin", "/usr/bin", "/bin"]),
-        "XDG_CONFIG_HOME": os.path.join(home, ".config"),
-        "XDG_DATA_HOME": os.path.join(home, ".local/share"),
-        "XDG_STATE_HOME": os.path.join(home, ".local/state"),
-        "XDG_CACHE_HOME": os.path.join(home, ".cache"),
-        "PWD": pwd,
-    }
-    if os.environ.get("PYENV_ROOT"):
-        env["PYENV_ROOT"] = os.environ["PYENV_ROOT"]
-    return env
-
-
 def run_ctxd(script_argv, args, cwd, env, stdin=None, check=True):
     r = subprocess.run(script_argv + args, cwd=cwd, env=env, capture_output=True, input=stdin)
     if check and r.returncode != 0:
@@ -500,10 +482,7 @@ def time_hyperfine(cmds, runs, warmup, env, chunks=3):
             for c in cmds:
                 argv += ["--command-name", c.name, c.sh()]
             subprocess.run(argv, env=env, check=True, capture_output=True)
-            with open(out) as f:
-                for r in json.load(f)["results"]:
-                    times[r["command"]].extend(r["times"])
-                    cpu[r["command"]].append(r["user"] + r["system"])
+            read_hyperfine(out, times, cpu)
         return times, cpu
     finally:
         os.unlink(out)
