@@ -8,6 +8,7 @@ key per message. The schema is versioned with ``PRAGMA user_version`` and
 migrated forward on open.
 """
 
+import contextlib
 import os
 import sqlite3
 import time
@@ -211,6 +212,24 @@ class Store:
 
     def close(self):
         self.db.close()
+
+    @contextlib.contextmanager
+    def transaction(self):
+        """One write transaction (BEGIN IMMEDIATE ... COMMIT; ROLLBACK on any exception).
+
+        Re-entrant: inside an open transaction it joins it, so store methods that
+        write can be combined into one atomic unit by their caller.
+        """
+        if self.db.in_transaction:
+            yield self.db
+            return
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
 
     def __enter__(self):
         return self
