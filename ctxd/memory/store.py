@@ -16,6 +16,9 @@ import time
 from ctxd.activation.fileio import atomic_write, sha256_hex
 from ctxd.errors import CtxdError, ExitCode
 from ctxd.memory import tokens
+from ctxd.memory.store_concepts import ConceptsTables
+from ctxd.memory.store_facts import FactsTables
+from ctxd.memory.store_tasks import TasksTables
 
 ROLES = ("user", "assistant", "system", "tool")
 DB_NAME = "store.db"
@@ -157,7 +160,7 @@ def _private(path):
         pass
 
 
-class Store:
+class Store(FactsTables, TasksTables, ConceptsTables):
     def __init__(self, context_dir, *, redactor=None, offload_threshold=DEFAULT_OFFLOAD, create=True):
         self.dir = context_dir
         self.path = os.path.join(context_dir, DB_NAME)
