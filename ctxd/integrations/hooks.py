@@ -31,12 +31,14 @@ import json
 import os
 import sys
 
+from ctxd.errors import CtxdError
+
 CONTEXT_LIMIT = 10_000  # characters; Claude Code passes ~10K whole and cuts larger to a preview
 TOOLS = ("claude", "gemini", "codex", "codex-notify")
 USAGE = "usage: ctxd chat hook claude|gemini|codex  (payload on stdin) | ctxd chat hook codex-notify JSON"
 
 
-class HookError(Exception):
+class HookError(CtxdError):
     """A payload the hook cannot use: logged, never shown to the AI CLI."""
 
 
@@ -367,18 +369,10 @@ def _emit(obj):
 
 
 def _fail(tool, exc):
-    """Log why (one line plus the traceback) and say so in one short stderr line."""
-    from ctxd._entry import _log_exception
+    """Log why (one line plus the traceback) and say so in one short stderr line (ctxd.boundary)."""
+    from ctxd.boundary import hook_exit
 
-    reason = str(exc) if isinstance(exc, HookError) else f"{exc.__class__.__name__}: {exc}"
-    reason = reason.replace("\n", " ")[:300]
-    log = _log_exception(f"chat hook {tool}: {reason}")
-    try:
-        sys.stderr.write(f"ctxd: chat hook {tool}: nothing recorded ({reason[:120]})"
-                         f"{f'; see {log}' if log else ''}\n")
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
+    return hook_exit(exc, tool)
 
 
 def main(argv=None):

@@ -30,7 +30,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, ToolAnnotations
 from pydantic import Field
 
-from ctxd import __version__
+from ctxd import __version__, boundary
 from ctxd.errors import CtxdError, ExitCode, NotFoundError
 
 NAME = "ctxd"
@@ -51,63 +51,34 @@ INSTRUCTIONS = (
 )
 
 
-def _internal(what, e):
-    from ctxd._entry import _log_exception
+def _errors(error, not_found, passthrough):
+    """A decorator mapping what a handler raises through ctxd.boundary to the SDK's error.
 
-    log = _log_exception(f"mcp {what}")
-    where = f" (details in {log})" if log else ""
-    return f"internal error: {e.__class__.__name__}: {e}{where}"
+    ``error(message)`` / ``not_found(message)`` build the exception to raise
+    (``not_found`` for a ``NotFoundError``); *passthrough* are the SDK's own
+    errors, raised as they are. A bug is logged under ``mcp <handler>`` and
+    the client gets ``internal error: ...`` (the server never dies of a request).
+    """
 
+    def decorate(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except passthrough:
+                raise
+            except Exception as e:
+                f = boundary.failure(e, f"mcp {fn.__name__}")
+                raise (not_found if f.not_found else error)(f.message or f.reason) from None
 
-def _tool_errors(fn):
-    """CtxdError -> a tool error with its message; anything else -> logged, then a tool error."""
+        return wrapper
 
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except (ToolError, MCPError):
-            raise
-        except CtxdError as e:
-            raise ToolError(e.message) from None
-        except Exception as e:  # a bug: the client gets one line, the log the traceback
-            raise ToolError(_internal(fn.__name__, e)) from None
-
-    return wrapper
-
-
-def _resource_errors(fn):
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except (ResourceError, MCPError):
-            raise
-        except NotFoundError as e:
-            raise ResourceNotFoundError(e.message) from None
-        except CtxdError as e:
-            raise ResourceError(e.message) from None
-        except Exception as e:
-            raise ResourceError(_internal(fn.__name__, e)) from None
-
-    return wrapper
+    return decorate
 
 
-def _prompt_errors(fn):
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except MCPError:
-            raise
-        except NotFoundError as e:
-            raise MCPError(INVALID_PARAMS, e.message) from None
-        except CtxdError as e:
-            raise MCPError(INTERNAL_ERROR, e.message) from None
-        except Exception as e:
-            raise MCPError(INTERNAL_ERROR, _internal(fn.__name__, e)) from None
-
-    return wrapper
+_tool_errors = _errors(ToolError, ToolError, (ToolError, MCPError))
+_resource_errors = _errors(ResourceError, ResourceNotFoundError, (ResourceError, MCPError))
+_prompt_errors = _errors(lambda m: MCPError(INTERNAL_ERROR, m), lambda m: MCPError(INVALID_PARAMS, m), MCPError)
 
 
 # -- the work, independent of the SDK (each call opens and closes the store) -------------
