@@ -3,11 +3,11 @@
 import json
 import os
 import sys
-import time
 
 import click
 
 from ctxd.errors import CtxdError, ExitCode
+from ctxd.isotime import format_minute, parse_when
 
 
 def _project():
@@ -32,26 +32,8 @@ def rerender(store, project):
     return path
 
 
-def _parse_when(value):
-    """A date (YYYY-MM-DD), a datetime (ISO 8601) or a relative age (30d, 12h) -> unix time."""
-    import datetime as dt
-
-    v = value.strip()
-    units = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-    if v[:-1].isdigit() and v[-1:] in units:
-        return time.time() - int(v[:-1]) * units[v[-1]]
-    try:
-        d = dt.datetime.fromisoformat(v.replace("Z", "+00:00"))
-    except ValueError:
-        raise CtxdError(f"cannot read the date {value!r} (use 2026-11-30, 2026-11-30T12:00 or 30d)",
-                        ExitCode.USAGE) from None
-    if d.tzinfo is None:
-        d = d.replace(tzinfo=dt.timezone.utc)
-    return d.timestamp()
-
-
 def _line(m, width=None):
-    when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(m.ts))
+    when = format_minute(m.ts)
     text = m.content.replace("\n", " ⏎ ")
     if width and len(text) > width:
         text = text[: width - 1] + "…"
@@ -166,7 +148,7 @@ def forget(mid, before, session, everything, yes):
         click.confirm("Delete every message of this project?", abort=True)
     p, store = _open(create=False)
     with store:
-        n = store.forget(mid=mid, before=_parse_when(before) if before else None, session=session,
+        n = store.forget(mid=mid, before=parse_when(before) if before else None, session=session,
                          everything=everything)
         rerender(store, p)
     click.echo(f"ctxd: forgot {n} message{'s' if n != 1 else ''}")

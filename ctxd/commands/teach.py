@@ -8,6 +8,7 @@ import time
 import click
 
 from ctxd.errors import CtxdError, ExitCode, NotFoundError
+from ctxd.isotime import format_utc, parse_when
 
 RECENT = 5
 SEARCH = 50  # archives looked through for a TOPIC
@@ -20,7 +21,7 @@ def _project():
 
 
 def _iso(ts):
-    return None if ts is None else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+    return None if ts is None else format_utc(ts)
 
 
 def _recent_line(context_dir):
@@ -140,14 +141,12 @@ def teach(topic, user_input, from_, focus):
 
 def _when(value):
     """--at: a date (its midnight UTC) or an ISO datetime (UTC unless it says otherwise)."""
-    from ctxd.commands.chat import _parse_when
-
     if value is None:
         return time.time()
     v = value.strip()
     if v[-1:] in "smhdw" and v[:-1].isdigit():
         raise CtxdError(f"--at takes a date or a datetime (got {value!r})", ExitCode.USAGE)
-    return _parse_when(v)
+    return parse_when(v)
 
 
 def _open(create, p=None):
