@@ -127,8 +127,33 @@ MIGRATIONS = [
         PRIMARY KEY (concept, source)
     );
     """,
+    # 5: the typed model (ctxd.memory.items): each message has a kind (prompt, reply, tool_call,
+    #    tool_result, summary, meta) and the fields that kind carries: the tool's name, the call id
+    #    linking a result to its call, a subtype (for meta and summary) and a JSON object of the
+    #    rest (a call's arguments, paths and command; a result's error status, exit code and size).
+    #    Rows written before are re-parsed into kinds (_backfill_kinds); what cannot be re-parsed
+    #    keeps its content, gets the kind its role implies and legacy = 1.
+    """
+    ALTER TABLE messages ADD COLUMN kind TEXT NOT NULL DEFAULT '';
+    ALTER TABLE messages ADD COLUMN tool TEXT;
+    ALTER TABLE messages ADD COLUMN call_id TEXT;
+    ALTER TABLE messages ADD COLUMN subtype TEXT;
+    ALTER TABLE messages ADD COLUMN data TEXT;
+    ALTER TABLE messages ADD COLUMN legacy INTEGER NOT NULL DEFAULT 0;
+    CREATE TRIGGER IF NOT EXISTS messages_au AFTER UPDATE OF content ON messages BEGIN
+        INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.id, old.content);
+        INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content);
+    END;
+    """,
+    "_backfill_kinds",
+    """
+    CREATE INDEX IF NOT EXISTS messages_kind ON messages(kind, id);
+    CREATE INDEX IF NOT EXISTS messages_call ON messages(call_id) WHERE call_id IS NOT NULL;
+    """,
 ]
-SCHEMA_VERSION = len(MIGRATIONS)
+SCHEMA_VERSION = 5  # PRAGMA user_version after the last migration (some steps share a version)
+# the user_version each step of MIGRATIONS brings the store to
+_STEP_VERSION = [1, 2, 3, 4, 5, 5, 5]
 
 
 class StoreError(CtxdError):
@@ -140,17 +165,44 @@ class StoreCorrupt(StoreError):
 
 
 class Message:
+    """One stored item: its kind (ctxd.memory.items.KINDS) and the fields that kind carries.
+
+    ``data`` is the kind's JSON object, decoded (a tool call's ``args``, ``paths`` and
+    ``command``; a tool result's ``is_error``, ``exit_code`` and ``size``), or None.
+    """
+
     __slots__ = ("id", "session", "role", "content", "ts", "importance", "source", "tokens",
-                 "output_path", "output_chars")
+                 "output_path", "output_chars", "kind", "tool", "call_id", "subtype", "data", "legacy",
+                 "dedup")
+    _COLUMNS = __slots__[:-2]
 
     def __init__(self, row):
+        keys = row.keys()
         for k in self.__slots__:
-            setattr(self, k, row[k])
+            setattr(self, k, row[k] if k in keys else None)
+        self.legacy = bool(self.legacy)
+        if isinstance(self.data, str):
+            self.data = _loads(self.data)
 
     def to_json(self):
-        d = {k: getattr(self, k) for k in self.__slots__}
+        d = {k: getattr(self, k) for k in self.__slots__ if k not in ("dedup",)}
         d["time"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.ts))
         return d
+
+
+def _loads(text):
+    import json
+
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _dumps(value):
+    import json
+
+    return None if value is None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _private(path):
@@ -201,12 +253,18 @@ class Store(FactsTables, TasksTables, ConceptsTables):
             raise StoreError(f"{self.path} was written by a newer ctxd (schema {version}); upgrade ctxd")
         if version == SCHEMA_VERSION:
             return
+        # one transaction for every step: a migration killed halfway leaves the store as it was
         db.execute("BEGIN IMMEDIATE")
         try:
             version = db.execute("PRAGMA user_version").fetchone()[0]
-            for v in range(version, SCHEMA_VERSION):
-                for stmt in _statements(MIGRATIONS[v]):
-                    db.execute(stmt)
+            for step, target in zip(MIGRATIONS, _STEP_VERSION):
+                if target <= version:
+                    continue
+                if step.startswith("_"):
+                    globals()[step](db)
+                else:
+                    for stmt in _statements(step):
+                        db.execute(stmt)
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             db.execute("COMMIT")
         except BaseException:
@@ -265,34 +323,51 @@ class Store(FactsTables, TasksTables, ConceptsTables):
         return ids[0] if ids else None
 
     def add_many(self, messages, redact=True):
-        """Store messages in one transaction; return the ids of those added."""
+        """Store messages in one transaction; return the ids of those added.
+
+        Each message is a dict of the typed model (ctxd.memory.items): ``kind`` and the
+        fields it carries (``tool``, ``call_id``, ``subtype``, ``data``), ``content``,
+        ``session``, ``source``, ``ts`` (when it happened), ``importance``, ``dedup``.
+        ``role`` follows from the kind; a dict with only a role gets the kind the role
+        implies.
+        """
+        from ctxd.memory import items
+
         rows = []
         for m in messages:
-            role = m["role"]
-            if role not in ROLES:
+            kind, role = m.get("kind"), m.get("role")
+            if kind is None:
+                if role not in ROLES:
+                    raise StoreError(f"unknown role {role!r} (one of {', '.join(ROLES)})", ExitCode.USAGE)
+                kind = items.kind_of_role(role)
+            elif kind not in items.KINDS:
+                raise StoreError(f"unknown kind {kind!r} (one of {', '.join(items.KINDS)})", ExitCode.USAGE)
+            if role is None:
+                role = items.ROLE_OF[kind]
+            elif role not in ROLES:
                 raise StoreError(f"unknown role {role!r} (one of {', '.join(ROLES)})", ExitCode.USAGE)
             imp = float(m.get("importance", 0.5) if m.get("importance") is not None else 0.5)
             if not 0.0 <= imp <= 1.0:
                 raise StoreError(f"importance must be between 0 and 1 (got {imp})", ExitCode.USAGE)
             content, out_path, out_chars = self.prepare(m["content"], redact=redact)
+            data = m.get("data")
+            if data is not None and redact and self.redactor is not None:
+                data = _loads(self.redactor(_dumps(data))[0])  # secrets in arguments too
             rows.append((m.get("session") or "", role, content, float(m.get("ts") or time.time()), imp,
                          m.get("source") or "cli", tokens.estimate(content), out_path, out_chars,
-                         m.get("dedup")))
+                         m.get("dedup"), kind, m.get("tool"), m.get("call_id"), m.get("subtype"),
+                         _dumps(data), 1 if m.get("legacy") else 0))
         added = []
         if not rows:
             return added
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
+        with self.transaction():
             for r in rows:
                 cur = self.db.execute(
                     "INSERT INTO messages(session, role, content, ts, importance, source, tokens, output_path,"
-                    " output_chars, dedup) VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(dedup) DO NOTHING", r)
+                    " output_chars, dedup, kind, tool, call_id, subtype, data, legacy)"
+                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(dedup) DO NOTHING", r)
                 if cur.rowcount:
                     added.append(cur.lastrowid)
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
         return added
 
     # -- reading --------------------------------------------------------------
@@ -343,6 +418,30 @@ class Store(FactsTables, TasksTables, ConceptsTables):
                                    "LIMIT ?", (like, limit)).fetchall()
         return [Message(r) for r in rows]
 
+    def has_dedup(self, key):
+        return self.db.execute("SELECT 1 FROM messages WHERE dedup = ?", (key,)).fetchone() is not None
+
+    def dedup_range(self, prefixes):
+        """Rows (id, role, content, dedup) whose dedup key starts with one of *prefixes*, by id."""
+        rows = []
+        for prefix in prefixes:
+            hi = prefix[:-1] + chr(ord(prefix[-1]) + 1)  # every key that starts with prefix
+            rows += self.db.execute("SELECT id, role, content, dedup FROM messages WHERE dedup >= ? AND dedup < ?"
+                                    " ORDER BY id", (prefix, hi)).fetchall()
+        return sorted(rows, key=lambda r: r["id"])
+
+    def twins(self, session, role, content):
+        """Rows (id, dedup) of *session* with this role and content, by id."""
+        return self.db.execute("SELECT id, dedup FROM messages WHERE session = ? AND role = ? AND content = ? "
+                               "ORDER BY id", (session, role, content)).fetchall()
+
+    def last_session(self):
+        row = self.db.execute("SELECT session FROM messages ORDER BY id DESC LIMIT 1").fetchone()
+        return row[0] if row else None
+
+    def has_session(self, session):
+        return self.db.execute("SELECT 1 FROM messages WHERE session = ? LIMIT 1", (session,)).fetchone() is not None
+
     def sessions(self):
         return [r[0] for r in self.db.execute(
             "SELECT session FROM messages GROUP BY session ORDER BY max(id) DESC").fetchall()]
@@ -366,18 +465,13 @@ class Store(FactsTables, TasksTables, ConceptsTables):
         """Delete the rows matching *where* for each argument tuple, in one transaction,
         and the offloaded files no remaining message shares. Returns how many rows."""
         n, paths_ = 0, []
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
+        with self.transaction():
             for args in arg_sets:
                 paths_ += [r[0] for r in self.db.execute(
                     f"SELECT output_path FROM messages WHERE ({where}) AND output_path IS NOT NULL", args)]
                 n += self.db.execute(f"DELETE FROM messages WHERE {where}", args).rowcount
             still = {r[0] for r in self.db.execute(
                 "SELECT output_path FROM messages WHERE output_path IS NOT NULL")} if paths_ else set()
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
         for p in set(paths_) - still:  # an identical output may be shared by another message
             try:
                 os.unlink(p)
@@ -422,6 +516,30 @@ def _statements(script):
             buf = []
     if buf and "\n".join(buf).strip():
         yield "\n".join(buf)
+
+
+def _backfill_kinds(db, batch=2000):
+    """Migration 5: give every existing row its kind, re-parsed from the text the old
+    importers flattened (``[tool_use Edit] {...}`` -> a tool_call with its arguments and
+    paths). Runs inside the migration's transaction: all rows or none."""
+    from ctxd.memory import items
+
+    last = 0
+    while True:
+        rows = db.execute("SELECT id, role, content, source FROM messages WHERE id > ? AND kind = '' "
+                          "ORDER BY id LIMIT ?", (last, batch)).fetchall()
+        if not rows:
+            return
+        for r in rows:
+            f = items.reparse_legacy(r["role"], r["content"], r["source"])
+            content = f.get("content", r["content"])
+            db.execute("UPDATE messages SET kind = ?, tool = ?, call_id = ?, subtype = ?, data = ?, legacy = ?"
+                       " WHERE id = ?", (f["kind"], f.get("tool"), f.get("call_id"), f.get("subtype"),
+                                         _dumps(f.get("data")), 1 if f.get("legacy") else 0, r["id"]))
+            if content != r["content"]:  # the FTS index follows (messages_au)
+                db.execute("UPDATE messages SET content = ?, tokens = ? WHERE id = ?",
+                           (content, tokens.estimate(content), r["id"]))
+        last = rows[-1]["id"]
 
 
 def recover(context_dir):
@@ -470,18 +588,22 @@ def recover(context_dir):
     except sqlite3.DatabaseError:
         pass
     new = Store(context_dir)
-    new.db.execute("BEGIN IMMEDIATE")
-    for r in salvaged:
-        try:
-            new.db.execute(
-                "INSERT INTO messages(id, session, role, content, ts, importance, source, tokens, output_path,"
-                " output_chars, dedup) VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
-                (r.get("id"), r.get("session") or "", r.get("role") if r.get("role") in ROLES else "system",
-                 r.get("content") or "", r.get("ts") or 0.0, min(max(float(r.get("importance") or 0.5), 0), 1),
-                 r.get("source") or "recovered", r.get("tokens") or 0, r.get("output_path"),
-                 r.get("output_chars"), r.get("dedup")))
-        except (sqlite3.DatabaseError, TypeError, ValueError):
-            lost += 1
-    new.db.execute("COMMIT")
+    with new.transaction():
+        for r in salvaged:
+            data = r.get("data")
+            try:
+                new.db.execute(
+                    "INSERT INTO messages(id, session, role, content, ts, importance, source, tokens, output_path,"
+                    " output_chars, dedup, kind, tool, call_id, subtype, data, legacy)"
+                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
+                    (r.get("id"), r.get("session") or "", r.get("role") if r.get("role") in ROLES else "system",
+                     r.get("content") or "", r.get("ts") or 0.0,
+                     min(max(float(r.get("importance") or 0.5), 0), 1), r.get("source") or "recovered",
+                     r.get("tokens") or 0, r.get("output_path"), r.get("output_chars"), r.get("dedup"),
+                     r.get("kind") or "", r.get("tool"), r.get("call_id"), r.get("subtype"),
+                     data if isinstance(data, str) else None, 1 if r.get("legacy") else 0))
+            except (sqlite3.DatabaseError, TypeError, ValueError):
+                lost += 1
+        _backfill_kinds(new.db)  # rows salvaged from an older schema get their kinds
     new.close()
     return len(salvaged), lost, backup
