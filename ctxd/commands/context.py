@@ -5,57 +5,6 @@ import os
 
 import click
 
-from ctxd.errors import CtxdError, ExitCode
-
-DEFAULT_BUDGET = 8000
-
-
-def resolve_budget(project, model=None, budget=None):
-    """(budget tokens, how it was chosen)."""
-    if budget:
-        return budget, "--budget"
-    settings = project.settings or {}
-    model = model or settings.get("model")
-    if model:
-        try:
-            from ctxd.memory import models
-        except ImportError:  # the model table ships with the context engine
-            raise CtxdError("no model table available; use --budget N", ExitCode.USAGE) from None
-        window = models.window(model, project.config)
-        from ctxd.memory.engine import RESERVE
-
-        return max(1024, window - RESERVE), f"model {model}: window {window} - reserve {RESERVE}"
-    if settings.get("budget"):
-        return int(settings["budget"]), ".contextrc [context] budget"
-    return DEFAULT_BUDGET, "default"
-
-
-def system_block(project):
-    s = project.settings or {}
-    text = s.get("system")
-    if s.get("system_file"):
-        path = os.path.join(project.root, s["system_file"])
-        try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        except OSError as e:
-            raise CtxdError(f"[context] system_file {path}: {e.strerror}", ExitCode.CONFIG) from None
-    if not text:
-        return None, None
-    first_para = text.strip().split("\n\n", 1)[0]
-    return text.strip(), first_para[:800]
-
-
-def build(project, store, *, budget, mode="auto", query=None):
-    from ctxd.memory import engine
-
-    from ctxd.memory import summarizer
-
-    system, compact = system_block(project)
-    llm = summarizer.load(project.context_dir) if summarizer.settings(project.config) else None
-    return engine.assemble(store, budget=budget, mode=mode, query=query, system=system,
-                           system_compact=compact, log_dir=project.context_dir, llm_summary=llm)
-
 
 @click.command()
 @click.option("--model", default=None, help="Size the budget for this model's context window.")
@@ -74,28 +23,18 @@ def context(model, budget, mode, fmt, query, explain):
     are summarised; recent turns stay verbatim.
     """
     from ctxd.memory import engine
-    from ctxd.memory.project import locate, open_store
-    from ctxd.memory.store import DB_NAME
+    from ctxd.memory.core import ProjectMemory
 
-    if model and budget:
-        raise CtxdError("give --model or --budget, not both", ExitCode.USAGE)
-    project = locate()
-    n, how = resolve_budget(project, model, budget)
-    if not os.path.exists(os.path.join(project.context_dir, DB_NAME)):
-        raise CtxdError(f"no conversation recorded for {project.root} yet (ctxd chat add / import / install)",
-                        ExitCode.NOT_FOUND)
-    with open_store(project, create=False) as store:
-        ctx = build(project, store, budget=n, mode=mode, query=query)
+    with ProjectMemory.at() as mem:
+        mem.budget_for(model, budget)  # a usage error before the store is looked at
+        ctx = mem.context(budget=budget, model=model, mode=mode, query=query)
+        note = mem.summarizer_note() if explain else ""
     if fmt == "json":
         click.echo(json.dumps(engine.to_messages(ctx), ensure_ascii=False, indent=2))
     elif fmt == "text":
         click.echo(engine.to_text(ctx), nl=False)
     else:
-        click.echo(engine.to_markdown(ctx, f"Conversation context: {os.path.basename(project.root)}"), nl=False)
+        click.echo(engine.to_markdown(ctx, f"Conversation context: {os.path.basename(mem.root)}"), nl=False)
     if explain:
-        from ctxd.memory import summarizer
-
-        note = ""
-        if summarizer.settings(project.config):
-            note = f"\nsummarizer: {summarizer.last_status(project.context_dir) or 'no run finished yet'}"
-        click.echo(f"budget from {how}\n" + engine.explain(ctx) + note, err=True)
+        click.echo(f"budget from {ctx.budget_source}\n" + engine.explain(ctx) + (f"\n{note}" if note else ""),
+                   err=True)

@@ -46,21 +46,15 @@ def handoff(ctx, session, out, fmt):
     if ctx.invoked_subcommand is not None:
         return
     from ctxd.handoff import archive as A
-    from ctxd.handoff import build, render
-    from ctxd.memory.project import open_store
-    from ctxd.memory.store import DB_NAME
+    from ctxd.handoff import render
+    from ctxd.memory.core import ProjectMemory
 
-    project = _project()
-    if not os.path.exists(os.path.join(project.context_dir, DB_NAME)):
-        raise CtxdError(f"no conversation recorded for {project.root} yet (ctxd chat add / import / install)",
-                        ExitCode.NOT_FOUND)
-    raw = project.config.get("raw", {}) if isinstance(project.config, dict) else {}
-    with open_store(project, create=False) as store:
-        hid, path, archive = build.make(project, store, session=session, config_raw=raw)
+    with ProjectMemory.at() as mem:
+        hid, path, archive = mem.handoff(session=session)
     shown = path
     if fmt == "markdown":
         md = render.to_markdown(archive)
-        shown = _write_out(out or os.path.join(A.handoff_dir(project.context_dir), hid + ".md"), md)
+        shown = _write_out(out or os.path.join(mem.paths.handoffs, hid + ".md"), md)
     elif out:
         shown = _write_out(out, A.dumps(archive))
     click.echo(shown)

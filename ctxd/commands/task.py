@@ -3,17 +3,10 @@
 import click
 
 
-def _store():
-    from ctxd.memory.project import locate, open_store
+def _memory():
+    from ctxd.memory.core import ProjectMemory
 
-    p = locate()
-    return p, open_store(p)
-
-
-def _rerender(store, project):
-    from ctxd.memory import render
-
-    render.write(store, project.root)
+    return ProjectMemory.at()
 
 
 @click.group()
@@ -25,12 +18,8 @@ def task():
 @click.argument("name")
 def start(name):
     """Open a task (one at a time)."""
-    from ctxd.memory import tasks
-
-    p, store = _store()
-    with store:
-        tasks.start(store, name)
-        _rerender(store, p)
+    with _memory() as mem:
+        mem.task_start(name)
     click.echo(f"ctxd: task started: {name}")
 
 
@@ -38,33 +27,22 @@ def start(name):
 @click.argument("text")
 def note(text):
     """Attach a note to the open task."""
-    from ctxd.memory import tasks
-
-    p, store = _store()
-    with store:
-        name = tasks.note(store, text)
-        _rerender(store, p)
+    with _memory() as mem:
+        name = mem.task_note(text)
     click.echo(f"ctxd: noted on {name}")
 
 
 @task.command()
 def done():
     """Close the open task; its notes join the long-term record."""
-    from ctxd.memory import tasks
-
-    p, store = _store()
-    with store:
-        name, n = tasks.done(store)
-        _rerender(store, p)
+    with _memory() as mem:
+        name, n = mem.task_done()
     click.echo(f"ctxd: task done: {name} ({n} note{'s' if n != 1 else ''} kept in the conversation)")
 
 
 @task.command()
 def show():
     """Print the open task and its notes."""
-    from ctxd.memory import tasks
-
-    _p, store = _store()
-    with store:
-        text = tasks.render_open(store)
+    with _memory() as mem:
+        text = mem.task_text()
     click.echo(text or "no open task")

@@ -71,23 +71,17 @@ def parse_argument(argument):
 
 def fragments(path=None, *, budget=None, model=None, mode="auto"):
     """The project's context as a list of llm.Fragment (see the module docstring)."""
-    from ctxd.commands.context import build, resolve_budget
     from ctxd.memory import engine
-    from ctxd.memory.project import locate, open_store
-    from ctxd.memory.store import DB_NAME
+    from ctxd.memory.core import ProjectMemory
 
     if path is not None and not os.path.isdir(path):
         raise ValueError(f"no such directory: {path}")
-    project = locate(path)
-    n, _how = resolve_budget(project, model, budget)
-    missing = ValueError(f"no conversation recorded for {project.root} yet (ctxd chat add / import / install)")
-    if not os.path.exists(os.path.join(project.context_dir, DB_NAME)):
-        raise missing
-    with open_store(project, create=False) as store:
-        if store.count() == 0:
-            raise missing
-        ctx = build(project, store, budget=n, mode=mode)
-    base = f"ctxd:{project.root}"
+    with ProjectMemory.at(path) as mem:
+        mem.budget_for(model, budget)
+        if mem.count() == 0:
+            raise ValueError(f"no conversation recorded for {mem.root} yet (ctxd chat add / import / install)")
+        ctx = mem.context(budget=budget, model=model, mode=mode)
+    base = f"ctxd:{mem.root}"
     out = [llm.Fragment(f"{engine.TITLES[p.name]}:\n{p.text}", f"{base}#{p.name}") for p in ctx.parts]
     for m in ctx.recent:
         when = _utc(m.ts)

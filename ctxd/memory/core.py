@@ -1,0 +1,442 @@
+"""The memory core: one project's conversation memory and every operation on it.
+
+    mem = ProjectMemory.at("/path/in/project")     # or ProjectMemory.at() for $PWD
+    mem.record([{"kind": "prompt", "content": "...", "session": "s1", "source": "claude"}])
+    mem.context(budget=4000, query="when is the cutover?")
+    mem.search("cutover"), mem.output(42), mem.add_fact("use uv, not pip", "preference")
+
+Every surface is a thin translator over this class: the click commands
+(``ctxd/commands``), the AI CLI hook runner (``ctxd.integrations.hooks``), the
+MCP server and the llm plugin. They turn their arguments or payload into one
+call here and its result into their output; none of them runs SQL or knows
+where a file lives.
+
+The class owns
+- the project's paths (``paths``): the store, ``outputs/``, ``context.md``,
+  its lock, the cache and summary files, the decisions log, the handoffs;
+- the store's lifecycle: opened lazily on the first operation that needs it,
+  closed by ``close()`` or the ``with`` block; ``create=False`` operations never
+  create a store just to read it;
+- ``transaction()``: one atomic write unit over several operations.
+
+Errors are ``CtxdError`` subclasses (``NoStore`` when nothing was recorded
+yet); every protocol maps them the same way (``ctxd.boundary``).
+
+Standard library only at import time: the AI CLI hooks import this module.
+"""
+
+import contextlib
+import os
+
+from ctxd.errors import CtxdError, ExitCode, NotFoundError
+
+DEFAULT_BUDGET = 8000
+HOOK_CONTEXT_CHARS = 10_000  # Claude Code passes ~10K characters whole and cuts larger to a preview
+
+
+class NoStore(NotFoundError):
+    """Nothing was recorded for the project yet."""
+
+
+class MemoryPaths:
+    """Where a project's memory lives (all under its context directory)."""
+
+    __slots__ = ("context_dir", "store", "outputs", "context_file", "context_lock", "cache", "decisions",
+                 "llm_summary", "summarizer_status", "handoffs")
+
+    def __init__(self, context_dir):
+        from ctxd.memory import store as store_mod
+
+        j = os.path.join
+        self.context_dir = context_dir
+        self.store = j(context_dir, store_mod.DB_NAME)
+        self.outputs = j(context_dir, store_mod.OUTPUTS)
+        self.context_file = j(context_dir, "context.md")
+        self.context_lock = j(context_dir, ".context.lock")
+        self.cache = j(context_dir, "cache")
+        self.decisions = j(context_dir, "decisions.jsonl")
+        self.llm_summary = j(context_dir, "cache", "llm-summary.json")
+        self.summarizer_status = j(context_dir, "cache", "summarizer-status.json")
+        self.handoffs = j(context_dir, "handoffs")
+
+    def to_json(self):
+        return {k: getattr(self, k) for k in self.__slots__}
+
+
+class ProjectMemory:
+    """The conversation memory of one project (see the module docstring)."""
+
+    def __init__(self, project, *, redact=True):
+        self.project = project
+        self.root = project.root
+        self.paths = MemoryPaths(project.context_dir)
+        self._redact = redact
+        self._store = None
+
+    # -- opening ------------------------------------------------------------------
+    @classmethod
+    def at(cls, cwd=None, environ=None, *, redact=True):
+        """The memory of the project holding *cwd* ($PWD by default)."""
+        from ctxd.memory.project import locate
+
+        return cls(locate(cwd, environ), redact=redact)
+
+    @property
+    def context_dir(self):
+        return self.paths.context_dir
+
+    @property
+    def settings(self):
+        return self.project.settings or {}
+
+    @property
+    def config_raw(self):
+        raw = self.project.config.get("raw", {}) if isinstance(self.project.config, dict) else {}
+        return raw if isinstance(raw, dict) else {}
+
+    def exists(self):
+        """Whether anything was recorded for this project (a store exists)."""
+        return os.path.exists(self.paths.store)
+
+    def store(self, create=True):
+        """The open store (opened on first use). ``create=False``: NoStore when there is none."""
+        if self._store is None:
+            if not create and not self.exists():
+                raise NoStore(f"no conversation recorded for {self.root} yet (ctxd chat add / import / install)")
+            from ctxd.memory.project import open_store
+
+            self._store = open_store(self.project, redact=self._redact, create=create)
+        return self._store
+
+    def close(self):
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @contextlib.contextmanager
+    def transaction(self):
+        """One atomic write unit: every store write inside commits together or not at all."""
+        with self.store().transaction():
+            yield self
+
+    def count(self):
+        return self.store(create=False).count() if self.exists() else 0
+
+    # -- recording ----------------------------------------------------------------
+    def record(self, messages, *, redact=True, render=True):
+        """Store typed messages (dicts of ctxd.memory.items); return the ids added.
+
+        A dict's ``dedup`` may be a function of the store (keys that depend on what is
+        stored already, e.g. the n-th identical prompt); it is resolved here. Live
+        records that an imported transcript holds already are reconciled (dropped) by
+        ``reconcile_live``. context.md is re-rendered when anything was new.
+        """
+        messages = [m for m in messages if m.get("content", "").strip()]
+        if not messages:
+            return []
+        store = self.store()
+        for m in messages:
+            if callable(m.get("dedup")):
+                m["dedup"] = m["dedup"](store)
+        added = store.add_many(messages, redact=redact)
+        if added and render:
+            self.changed()
+        return added
+
+    def add(self, role, content, **kw):
+        """Store one message by role (``ctxd chat add``); its id."""
+        if not content.strip():
+            raise CtxdError("refusing to store an empty message", ExitCode.USAGE)
+        redact = kw.pop("redact", True)
+        added = self.record([dict(role=role, content=content, **kw)], redact=redact)
+        return added[0] if added else None
+
+    def has(self, dedup):
+        return self.store().has_dedup(dedup)
+
+    def nth_key(self, make):
+        """make(k) for the first k (1, 2, ...) not stored yet: 1 + how many are stored already."""
+        k = 1
+        while self.has(make(k)):
+            k += 1
+        return make(k)
+
+    def reconcile_live(self, live_prefixes, is_imported, session):
+        """Delete live records (keys under *live_prefixes*) whose imported twin (same session,
+        role and content, key for which *is_imported* is true) is stored; one to one. How many."""
+        if not session:
+            return 0
+        store = self.store()
+        used, gone = set(), 0
+        for row in store.dedup_range(live_prefixes):
+            if is_imported(row["dedup"]):
+                continue
+            twin = next((t["id"] for t in store.twins(session, row["role"], row["content"])
+                         if t["id"] not in used and is_imported(t["dedup"])), None)
+            if twin is not None:
+                used.add(twin)
+                gone += store.forget(mid=row["id"])
+        return gone
+
+    def import_file(self, path, fmt="auto", *, session=None, progress=None):
+        """Import a whole file (idempotent); the ImportResult."""
+        from ctxd.integrations.importers import import_file
+
+        result = import_file(self.store(), path, fmt, session=session, progress=progress)
+        if result.added or getattr(result, "forgotten", 0):
+            self.changed()
+        return result
+
+    def import_transcript(self, path, fmt="auto", *, session=None):
+        """Import what a live transcript gained since the last call: (added, malformed)."""
+        from ctxd.integrations.importers import import_transcript
+
+        return import_transcript(self.store(), path, fmt, session=session)
+
+    def forget(self, **what):
+        n = self.store(create=False).forget(**what)
+        self.changed()
+        return n
+
+    # -- reading ------------------------------------------------------------------
+    def recent(self, n=20, session=None):
+        return self.store(create=False).recent(n, session=session) if self.exists() else []
+
+    def iter_all(self, session=None):
+        if not self.exists():
+            return iter(())
+        return self.store(create=False).iter_all(session=session)
+
+    def search(self, query, limit=20):
+        if not self.exists():
+            return []
+        return self.store(create=False).search(query, limit)
+
+    def get(self, mid):
+        m = self.store(create=False).get(mid)
+        if m is None:
+            raise NotFoundError(f"no message #{mid}")
+        return m
+
+    def output(self, mid):
+        """The full text of message *mid* (an offloaded output read back in full)."""
+        m = self.get(mid)
+        if not m.output_path:
+            return m.content
+        try:
+            with open(m.output_path, encoding="utf-8", errors="replace") as f:
+                return f.read()
+        except FileNotFoundError:
+            raise NotFoundError(f"the offloaded output of #{mid} is missing: {m.output_path}") from None
+
+    def sessions(self):
+        return self.store(create=False).sessions() if self.exists() else []
+
+    def last_session(self):
+        return self.store(create=False).last_session() if self.exists() else None
+
+    # -- context ------------------------------------------------------------------
+    def budget_for(self, model=None, budget=None):
+        """(budget tokens, how it was chosen): --budget, a model's window, .contextrc, default."""
+        if model and budget:
+            raise CtxdError("give --model or --budget, not both", ExitCode.USAGE)
+        if budget:
+            return budget, "--budget"
+        model = model or self.settings.get("model")
+        if model:
+            from ctxd.memory import engine, models
+
+            window = models.window(model, self.project.config)
+            return max(1024, window - engine.RESERVE), f"model {model}: window {window} - reserve {engine.RESERVE}"
+        if self.settings.get("budget"):
+            return int(self.settings["budget"]), ".contextrc [context] budget"
+        return DEFAULT_BUDGET, "default"
+
+    def system_block(self):
+        """(full, compact) project instructions from .contextrc [context] system / system_file."""
+        s = self.settings
+        text = s.get("system")
+        if s.get("system_file"):
+            path = os.path.join(self.root, s["system_file"])
+            try:
+                with open(path, encoding="utf-8") as f:
+                    text = f.read()
+            except OSError as e:
+                raise CtxdError(f"[context] system_file {path}: {e.strerror}", ExitCode.CONFIG) from None
+        if not text:
+            return None, None
+        first_para = text.strip().split("\n\n", 1)[0]
+        return text.strip(), first_para[:800]
+
+    def context(self, *, budget=None, model=None, mode="auto", query=None):
+        """The assembled context (ctxd.memory.engine.Context) within the budget."""
+        from ctxd.memory import engine, summarizer
+
+        n, how = self.budget_for(model, budget)
+        store = self.store(create=False)
+        system, compact = self.system_block()
+        llm = summarizer.load(self.context_dir) if summarizer.settings(self.project.config) else None
+        ctx = engine.assemble(store, budget=n, mode=mode, query=query, system=system, system_compact=compact,
+                              log_dir=self.context_dir, llm_summary=llm)
+        ctx.budget_source = how
+        return ctx
+
+    def summarizer_note(self):
+        from ctxd.memory import summarizer
+
+        if not summarizer.settings(self.project.config):
+            return ""
+        return f"summarizer: {summarizer.last_status(self.context_dir) or 'no run finished yet'}"
+
+    def render(self, max_chars=None):
+        """context.md's text (not written)."""
+        from ctxd.memory import render
+
+        return render.render(self.store(create=False), self.root, **({"max_chars": max_chars} if max_chars else {}))
+
+    def write_context_file(self):
+        """Re-render context.md under its lock, atomically; its path."""
+        from ctxd.memory import render
+
+        return render.write(self.store(create=False), self.root)
+
+    def changed(self):
+        """After a change: context.md now, the LLM summary and a facts backlog in the background."""
+        from ctxd.memory import summarizer
+
+        path = self.write_context_file()
+        summarizer.spawn_refresh(self.project, self._store)
+        return path
+
+    def session_context(self, limit_chars=HOOK_CONTEXT_CHARS):
+        """What a new AI CLI session starts with: at most *limit_chars* characters, "" when empty."""
+        if not self.exists():
+            return ""
+        store = self.store(create=False)
+        if store.count() == 0:
+            return ""
+        note = (f"\n[ctxd: the full context file is {self.paths.context_file}; search every earlier turn with: "
+                f"ctxd chat search QUERY]\n")
+        room = limit_chars - len(note)
+        budget = room
+        text = self.render(max_chars=budget)
+        for _ in range(6):  # CJK and markup make characters per token vary: shrink until it fits
+            if len(text) <= room:
+                break
+            budget = int(budget * room / len(text) * 0.95)
+            text = self.render(max_chars=budget)
+        if len(text) > room:  # a single huge turn: cut at a line boundary
+            cut = text[:room]
+            nl = cut.rfind("\n")
+            text = cut[: nl + 1] if nl > room // 2 else cut
+        return text.rstrip("\n") + "\n" + note
+
+    def refresh(self):
+        """Facts and (when configured) the LLM summary up to date: (messages read, summarizer status)."""
+        from ctxd.memory import engine, summarizer
+
+        store = self.store(create=False)
+        n = engine.refresh_facts(store)
+        return n, summarizer.refresh(store, self.project.config)
+
+    def recover(self):
+        from ctxd.memory import store as store_mod
+
+        self.close()
+        return store_mod.recover(self.context_dir)
+
+    # -- facts --------------------------------------------------------------------
+    def add_fact(self, text, kind, *, importance=0.9, priority=5.0, source="mcp"):
+        """Record a fact on purpose: a message of the last session plus its fact, tagged *kind*.
+
+        Returns (message id, fact id). A statement already kept as a fact is re-tagged
+        rather than stored twice.
+        """
+        from ctxd.memory import engine
+
+        store = self.store()
+        with store.transaction():
+            session = store.last_session() or source
+            mid = store.add("system", text, session=session, source=source, importance=importance)
+            fid = engine.keep_fact(store, mid, kind, priority)
+        self.changed()
+        return mid, fid
+
+    def facts(self, limit=400):
+        from ctxd.memory import engine
+
+        if not self.exists():
+            return []
+        store = self.store(create=False)
+        engine.refresh_facts(store)
+        return engine.live_facts(store, limit)
+
+    # -- working memory -------------------------------------------------------------
+    def task_start(self, name):
+        from ctxd.memory import tasks
+
+        tid = tasks.start(self.store(), name)
+        self.changed()
+        return tid
+
+    def task_note(self, text):
+        from ctxd.memory import tasks
+
+        name = tasks.note(self.store(), text)
+        self.changed()
+        return name
+
+    def task_done(self):
+        from ctxd.memory import tasks
+
+        done = tasks.done(self.store())
+        self.changed()
+        return done
+
+    def task_text(self):
+        """The open task and its notes as the context shows them ("" when none)."""
+        from ctxd.memory import tasks
+
+        return tasks.render_open(self.store(create=False)) if self.exists() else ""
+
+    # -- handoff, teach, review -------------------------------------------------------
+    def handoff(self, session=None):
+        """Build and store the next version of a session's handoff archive: (id, path, archive)."""
+        from ctxd.handoff import build
+
+        return build.make(self.project, self.store(create=False), session=session, config_raw=self.config_raw)
+
+    def language(self):
+        """The teach/handoff language set in config.toml ([handoff] language = "zh" | "en"), or None."""
+        lang = (self.config_raw.get("handoff") or {}).get("language")
+        return lang if lang in ("zh", "en") else None
+
+    def teach_prompt(self, hid, archive, *, topic=None, focus=None, user_input=None, record=True, session=None):
+        """The teach prompt for *archive* (id *hid*), with what the project's knowledge says of
+        its concepts (the archive's key points are applied first, once per archive).
+
+        Recorded as a system message from ``teach`` (so the next handoff reads its markers)
+        unless *record* is false; a store is then never created just to read it.
+        """
+        from ctxd.handoff import knowledge, teach
+
+        know = None
+        if record or self.exists():
+            store = self.store()
+            knowledge.observe_archive(store, archive, source=hid)
+            names = [k.get("concept") for k in archive.get("key_points") or []
+                     if isinstance(k, dict) and k.get("concept")]
+            know = knowledge.snapshot(store, names + ([focus] if focus else []))
+        prompt = teach.build_prompt(archive, topic=topic or None, focus=focus or None, user_input=user_input,
+                                    knowledge=know, language=self.language())
+        if record:
+            self.store().add("system", prompt, session=session or archive.get("session_id") or "cli",
+                             source="teach", importance=0.4)
+            self.write_context_file()
+        return prompt
