@@ -42,43 +42,6 @@ class HookError(CtxdError):
     """A payload the hook cannot use: logged, never shown to the AI CLI."""
 
 
-# -- the context injected at session start ------------------------------------
-
-def session_context(project, store, limit_chars=CONTEXT_LIMIT):
-    """The context a new session starts with: at most *limit_chars* characters, "" when empty.
-
-    The context engine's assembly (facts kept verbatim, older turns summarised,
-    recent turns verbatim) sized to fit, and a last line saying where the full
-    context file is and how to search every turn.
-    """
-    from ctxd.memory import render
-
-    if store.count() == 0:
-        return ""
-    full = os.path.join(store.dir, render.FILENAME)
-    note = (f"\n[ctxd: the full context file is {full}; search every earlier turn with: "
-            f"ctxd chat search QUERY]\n")
-    room = limit_chars - len(note)
-    budget = room
-    text = render.render(store, project.root, max_chars=budget)
-    for _ in range(6):  # CJK and markup make characters per token vary: shrink until it fits
-        if len(text) <= room:
-            break
-        budget = int(budget * room / len(text) * 0.95)
-        text = render.render(store, project.root, max_chars=budget)
-    if len(text) > room:  # a single huge turn: cut at a line boundary
-        cut = text[:room]
-        nl = cut.rfind("\n")
-        text = cut[: nl + 1] if nl > room // 2 else cut
-    return text.rstrip("\n") + "\n" + note
-
-
-def _start_output(text):
-    if not text:
-        return None
-    return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
-
-
 # -- helpers -------------------------------------------------------------------
 
 def _sha(text):
@@ -100,71 +63,14 @@ def _id(payload, key):
     return str(v) if isinstance(v, (str, int)) else ""
 
 
-def _project(payload):
+def _memory(payload, redact=True):
+    """The memory of the project the payload's cwd is in."""
     cwd = payload.get("cwd")
     if not isinstance(cwd, str) or not cwd.strip():
         raise HookError("the payload has no cwd")
-    from ctxd.memory.project import locate
+    from ctxd.memory.core import ProjectMemory
 
-    return locate(os.path.abspath(cwd))
-
-
-def _store_exists(project):
-    from ctxd.memory.store import DB_NAME
-
-    return os.path.exists(os.path.join(project.context_dir, DB_NAME))
-
-
-def _open(project, create=True, redact=True):
-    from ctxd.memory.project import open_store
-
-    return open_store(project, create=create, redact=redact)
-
-
-def _rerender(store, project):
-    from ctxd.memory import render
-
-    render.write(store, project.root)
-    from ctxd.memory import summarizer
-
-    summarizer.spawn_refresh(project, store)  # LLM summary or a facts backlog: in the background
-
-
-def _dedup_exists(store, key):
-    return store.db.execute("SELECT 1 FROM messages WHERE dedup = ?", (key,)).fetchone() is not None
-
-
-def _nth_key(store, make):
-    """make(k) for the first k (1, 2, ...) not stored yet: 1 + how many are stored already.
-
-    Probing the keys (rather than comparing contents) counts the same prompt
-    however it was stored, redacted or offloaded, by a hook or by an import.
-    """
-    k = 1
-    while _dedup_exists(store, make(k)):
-        k += 1
-    return make(k)
-
-
-def _record(project, messages, tool=None, session=None):
-    """Store messages (dicts for Store.add_many); re-render context.md when any was new.
-
-    For Codex, a live record that an imported transcript already holds is
-    dropped again at once (see _supersede_live).
-    """
-    messages = [m for m in messages if m["content"].strip()]
-    if not messages:
-        return 0
-    with _open(project) as store:
-        for m in messages:  # dedup keys that depend on what is stored already
-            if callable(m.get("dedup")):
-                m["dedup"] = m["dedup"](store)
-        added = store.add_many(messages)
-        if added and tool == "codex":
-            _supersede_live(store, tool, session)
-        if added:
-            _rerender(store, project)
-    return len(added)
+    return ProjectMemory.at(os.path.abspath(cwd), redact=redact)
 
 
 # Live records (prompts and responses seen by hooks, Codex notify) are provisional:
@@ -177,107 +83,105 @@ def _live_prefixes(tool, session):
             "codex": (f"codex:{session}:", f"codex-hook:{session}:")}.get(tool, ())
 
 
-def _is_imported(tool, session, key):
-    if not key:
+def _imported(tool, session):
+    """Whether a dedup key is one the transcript importer of *tool* gave."""
+    def test(key):
+        if not key:
+            return False
+        if tool == "gemini":
+            return key.startswith(f"gemini:{session}:")
+        if tool == "codex":
+            head = f"codex:{session}:"
+            return key.startswith(head) and key[len(head):].isdigit()  # the rollout importer's codex:<id>:<line>
         return False
-    if tool == "gemini":
-        return key.startswith(f"gemini:{session}:")
-    if tool == "codex":
-        head = f"codex:{session}:"
-        return key.startswith(head) and key[len(head):].isdigit()  # the rollout importer's codex:<id>:<line>
-    return False
+    return test
 
 
-def _supersede_live(store, tool, session):
-    """Delete live records of *session* that an imported record (same role and content) holds.
-
-    Paired one to one, so a prompt sent twice but imported once keeps one
-    live copy. Returns how many went.
-    """
-    if not session:
-        return 0
-    live = []
-    for prefix in _live_prefixes(tool, session):
-        hi = prefix[:-1] + ";"  # every key that starts with prefix (":" + 1 == ";")
-        live += store.db.execute(
-            "SELECT id, role, content, dedup FROM messages WHERE dedup >= ? AND dedup < ? ORDER BY id",
-            (prefix, hi)).fetchall()
-    used, gone = set(), 0
-    for row in live:
-        if _is_imported(tool, session, row["dedup"]):
-            continue
-        twins = store.db.execute("SELECT id, dedup FROM messages WHERE session = ? AND role = ? AND content = ? "
-                                 "ORDER BY id", (session, row["role"], row["content"])).fetchall()
-        twin = next((t["id"] for t in twins if t["id"] not in used and _is_imported(tool, session, t["dedup"])),
-                    None)
-        if twin is not None:
-            used.add(twin)
-            gone += store.forget(mid=row["id"])
-    return gone
+def _reconcile(mem, tool, session):
+    return mem.reconcile_live(_live_prefixes(tool, session), _imported(tool, session), session)
 
 
-def _import(project, payload, fmt):
-    path = payload.get("transcript_path")
-    if not isinstance(path, str) or not path:
-        return None
-    path = os.path.expanduser(path)
-    if not os.path.isfile(path):
-        raise HookError(f"the transcript {path} does not exist")
-    from ctxd.integrations.importers import import_transcript
-
-    with _open(project) as store:
-        added, _malformed = import_transcript(store, path, fmt)
-        gone = _supersede_live(store, fmt, _id(payload, "session_id")) if added else 0
-        if added or gone:
-            _rerender(store, project)
-    return None
+def _record(mem, messages, tool=None, session=None):
+    """Store the live records; for Codex, drop again at once a live record an imported
+    transcript already holds. How many were added."""
+    with mem.transaction():
+        added = mem.record(messages, render=False)
+        if added and tool == "codex":
+            _reconcile(mem, tool, session)
+    if added:
+        mem.changed()
+    return len(added)
 
 
 # -- event handlers ---------------------------------------------------------------
 # Each takes (tool, payload) and returns the JSON object to print, or None.
 
 def on_session_start(tool, payload):
-    project = _project(payload)
-    if not _store_exists(project):  # never create a store just to read it
+    # never creates a store just to read it; only reading: no redaction rules to compile
+    with _memory(payload, redact=False) as mem:
+        text = mem.session_context(CONTEXT_LIMIT)
+    if not text:
         return None
-    with _open(project, create=False, redact=False) as store:  # only reading: no redaction rules to compile
-        return _start_output(session_context(project, store, CONTEXT_LIMIT))
+    return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
 
 
 def _prompt_key(tool, payload, session, text):
     if tool == "claude":
         from ctxd.integrations.importers import claude_prompt_dedup
 
-        return lambda store: _nth_key(store, lambda k: claude_prompt_dedup(session, text, k))
+        return lambda store: _nth(store, lambda k: claude_prompt_dedup(session, text, k))
     if tool == "codex":
         turn = _id(payload, "turn_id")
         if turn:
             # The key codex-notify gives the turn's first input message: one record, whichever runs.
             return f"codex:{session}:{turn}:user:0"
     digest = _sha(text)[:32]
-    return lambda store: _nth_key(store, lambda k: f"{tool}-hook:{session}:user:{digest}:{k}")
+    return lambda store: _nth(store, lambda k: f"{tool}-hook:{session}:user:{digest}:{k}")
+
+
+def _nth(store, make):
+    """make(k) for the first k (1, 2, ...) not stored yet: 1 + how many are stored already.
+
+    Probing the keys (rather than comparing contents) counts the same prompt
+    however it was stored, redacted or offloaded, by a hook or by an import.
+    """
+    k = 1
+    while store.has_dedup(make(k)):
+        k += 1
+    return make(k)
 
 
 def on_prompt(tool, payload):
     text = _str(payload, "prompt")
-    project = _project(payload)
     session = _id(payload, "session_id")
-    _record(project, [dict(role="user", content=text, session=session, source=tool,
+    with _memory(payload) as mem:
+        _record(mem, [dict(kind="prompt", content=text, session=session, source=tool,
                            dedup=_prompt_key(tool, payload, session, text))], tool, session)
     return None
 
 
 def on_gemini_response(tool, payload):
     response = _str(payload, "prompt_response")
-    project = _project(payload)
     session = _id(payload, "session_id")
     key = f"gemini-hook:{session}:{_sha(_str(payload, 'prompt') + chr(0) + response)[:32]}"
-    _record(project, [dict(role="assistant", content=response, session=session, source=tool, dedup=key)])
+    with _memory(payload) as mem:
+        _record(mem, [dict(kind="reply", content=response, session=session, source=tool, dedup=key)])
     return None
 
 
 def on_transcript(tool, payload):
-    return _import(_project(payload), payload, tool)
+    path = payload.get("transcript_path")
+    if not isinstance(path, str) or not path:
+        return None
+    path = os.path.expanduser(path)
+    if not os.path.isfile(path):
+        raise HookError(f"the transcript {path} does not exist")
+    with _memory(payload) as mem:  # imported batch by batch: a long import never holds the lock
+        added, _malformed = mem.import_transcript(path, tool)
+        gone = _reconcile(mem, tool, _id(payload, "session_id")) if added else 0
+        if added or gone:
+            mem.changed()
+    return None
 
 
 EVENTS = {
@@ -330,19 +234,19 @@ def codex_notify(args):
     thread, turn = _id(payload, "thread-id"), _id(payload, "turn-id")
     if not thread or not turn:
         raise HookError("the payload has no thread-id or turn-id")
-    project = _project(payload)
     messages = []
     inputs = payload.get("input-messages")
     for i, m in enumerate(inputs if isinstance(inputs, list) else []):
         if isinstance(m, dict):  # tolerate {"text": ...} items should Codex send them
             m = m.get("text") if isinstance(m.get("text"), str) else m.get("content")
         if isinstance(m, str):
-            messages.append(dict(role="user", content=m, session=thread, source="codex",
+            messages.append(dict(kind="prompt", content=m, session=thread, source="codex",
                                  dedup=f"codex:{thread}:{turn}:user:{i}"))
     last = _str(payload, "last-assistant-message")
-    messages.append(dict(role="assistant", content=last, session=thread, source="codex",
+    messages.append(dict(kind="reply", content=last, session=thread, source="codex",
                          dedup=f"codex:{thread}:{turn}:assistant"))
-    _record(project, messages, "codex", thread)
+    with _memory(payload) as mem:
+        _record(mem, messages, "codex", thread)
     return None
 
 

@@ -160,13 +160,6 @@ class ProjectMemory:
     def has(self, dedup):
         return self.store().has_dedup(dedup)
 
-    def nth_key(self, make):
-        """make(k) for the first k (1, 2, ...) not stored yet: 1 + how many are stored already."""
-        k = 1
-        while self.has(make(k)):
-            k += 1
-        return make(k)
-
     def reconcile_live(self, live_prefixes, is_imported, session):
         """Delete live records (keys under *live_prefixes*) whose imported twin (same session,
         role and content, key for which *is_imported* is true) is stored; one to one. How many."""
