@@ -55,23 +55,22 @@ Storage, under the project's context directory:
                                  status: "active" (the newest version of its session),
                                  "archived" (an older one), "shared" (exported)
     handoffs/<session>_v<N>.json one file per version; the last KEEP (5) per session stay
-    handoffs/.lock               fcntl lock: save, prune and index updates run under it
+    handoffs/.lock               fileio.locked(): save, prune and index updates run under it
 
-An archive file is written to a temp file, fsynced, then hard-linked to its
-final name, which fails rather than replace an existing file: nothing is ever
-overwritten. Two processes saving at once both succeed, with versions N and
-N+1. The index is rebuilt from the files when it is missing or unreadable.
+An archive file is written with ``fileio.atomic_write(exclusive=True)``: a temp
+file, fsynced, hard-linked to its final name, which fails rather than replace
+an existing file: nothing is ever overwritten. Two processes saving at once
+both succeed, with versions N and N+1. The index is rebuilt from the files when it is missing or unreadable.
 """
 
-import datetime as _dt
-import fcntl
 import json
 import os
 import re
 import time
 
-from ctxd.activation.fileio import atomic_write
+from ctxd.activation.fileio import atomic_write, locked
 from ctxd.errors import CtxdError, ExitCode, NotFoundError
+from ctxd.isotime import format_utc, normalize
 
 CURRENT_SCHEMA = "2.0"
 SUPPORTED = ("1.0", "2.0")
@@ -115,8 +114,7 @@ class ArchiveTooNew(ArchiveError):
 
 # -- small helpers ---------------------------------------------------------------------
 
-def now_iso(ts=None):
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if ts is None else ts))
+now_iso = format_utc  # archives write times as YYYY-MM-DDTHH:MM:SSZ (UTC)
 
 
 def handoff_dir(context_dir):
@@ -299,16 +297,10 @@ _CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 def _iso_from_v1(value):
+    """v1's created time as the Z form; text that is no time is kept as it was."""
     if not isinstance(value, str) or not value.strip():
         return now_iso(0)
-    v = value.strip().replace(" ", "T", 1)
-    try:
-        d = _dt.datetime.fromisoformat(v.replace("Z", "+00:00"))
-    except ValueError:
-        return value.strip()
-    if d.tzinfo is not None:
-        d = d.astimezone(_dt.timezone.utc).replace(tzinfo=None)
-    return d.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return normalize(value) or value.strip()
 
 
 def _concept_of(point):
@@ -538,47 +530,13 @@ def _versions_on_disk(d, slug_):
     return out
 
 
-class _Lock:
-    def __init__(self, d):
-        self.d = d
-
-    def __enter__(self):
-        os.makedirs(self.d, mode=0o700, exist_ok=True)
-        self.fd = os.open(os.path.join(self.d, LOCK), os.O_RDWR | os.O_CREAT, 0o600)
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
-        return self
-
-    def __exit__(self, *exc):
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_UN)
-        finally:
-            os.close(self.fd)
+def _lock(d):
+    return locked(os.path.join(d, LOCK))
 
 
 def _write_new(path, data):
     """Write *data* to a new file *path*, atomically; FileExistsError if it exists."""
-    d = os.path.dirname(path)
-    tmp = os.path.join(d, f".{os.path.basename(path)}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.encode("utf-8"))
-            f.flush()
-            os.fsync(f.fileno())
-        os.link(tmp, path)  # unlike rename, link never replaces an existing file
-    finally:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-    try:
-        dfd = os.open(d, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:
-        pass
+    atomic_write(path, data, exclusive=True)
 
 
 def _read_index(d):
@@ -686,7 +644,7 @@ def save(context_dir, archive, keep=KEEP):
     validate(archive)
     d = handoff_dir(context_dir)
     s = slug(archive["session_id"])
-    with _Lock(d):
+    with _lock(d):
         idx = _index(d)
         on_disk = [v for v, _ in _versions_on_disk(d, s)]
         n = max([idx["next_version"].get(s, 1) - 1] + on_disk + [0]) + 1
@@ -728,7 +686,7 @@ def entries(context_dir):
     d = handoff_dir(context_dir)
     if not os.path.isdir(d):
         return []
-    with _Lock(d):
+    with _lock(d):
         idx = _index(d)
     return sorted(idx["entries"], key=_order, reverse=True)
 
@@ -737,7 +695,7 @@ def set_status(context_dir, hid, status):
     if status not in STATUSES:
         raise ArchiveError(f"unknown status {status!r}")
     d = handoff_dir(context_dir)
-    with _Lock(d):
+    with _lock(d):
         idx = _index(d)
         for e in idx["entries"]:
             if e["id"] == hid:
