@@ -1,0 +1,376 @@
+"""The package's architecture, checked on its source with ``ast`` (nothing is imported).
+
+- no import cycle among ctxd modules, lazy (function-level) imports included;
+- no module uses a private name (``_x``) of another module;
+- no command module imports another command module (``ctxd.cli`` registers them);
+- no SQL outside the store modules (``ctxd/memory/store*.py``).
+
+Each failure lists every violation with its file and line.
+"""
+
+import ast
+import os
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parent.parent / "ctxd"
+SQL_METHODS = {"execute", "executemany", "executescript"}
+
+
+def module_name(path):
+    rel = path.relative_to(PKG.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _sources():
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(PKG):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__" and not d.startswith("."))
+        for f in sorted(filenames):
+            if f.endswith(".py"):
+                p = Path(dirpath, f)
+                out[module_name(p)] = p
+    return out
+
+
+SOURCES = _sources()
+TREES = {name: ast.parse(path.read_text(encoding="utf-8"), str(path)) for name, path in SOURCES.items()}
+
+
+def is_package(name):
+    return SOURCES[name].name == "__init__.py"
+
+
+def where(name, node):
+    return f"{SOURCES[name].relative_to(PKG.parent)}:{node.lineno}"
+
+
+def _base(name, node):
+    """The absolute module a ``from ... import`` names (relative imports resolved)."""
+    if not node.level:
+        return node.module or ""
+    parts = name.split(".")
+    if not is_package(name):
+        parts = parts[:-1]
+    parts = parts[: len(parts) - (node.level - 1)]
+    return ".".join(parts + ([node.module] if node.module else []))
+
+
+def _with_ancestors(target):
+    """Importing a.b.c runs a/__init__, a/b/__init__ and a/b/c: all are imported."""
+    parts = target.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+def imports(name):
+    """(target module, node, imported name or None) for every import of a ctxd module in *name*,
+    wherever it is (module level or inside a function)."""
+    out = []
+    for node in ast.walk(TREES[name]):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                out.append((alias.name, node, None))
+        elif isinstance(node, ast.ImportFrom):
+            base = _base(name, node)
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                if sub in SOURCES:
+                    out.append((sub, node, None))  # a submodule
+                else:
+                    out.append((base, node, alias.name))
+        elif (isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name))
+              and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"
+              and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            out.append((node.args[0].value, node, None))  # importlib.import_module("ctxd.x")
+    return [(t, n, a) for t, n, a in out if t == "ctxd" or t.startswith("ctxd.")]
+
+
+def import_graph():
+    """{module: {imported module: first import node}}.
+
+    Importing ``a.b.c`` imports the packages ``a`` and ``a.b`` too: they are
+    edges, except the importer's own enclosing packages, which are always
+    imported before it runs (naming one explicitly, ``from a import x`` in
+    ``a.b``, is an edge like any other).
+    """
+    graph = {}
+    for name in SOURCES:
+        edges = graph.setdefault(name, {})
+        own = set(_with_ancestors(name)[:-1])
+        for target, node, _alias in imports(name):
+            for t in _with_ancestors(target):
+                if t in SOURCES and t != name and (t == target or t not in own):
+                    edges.setdefault(t, node)
+    return graph
+
+
+def find_cycles(graph):
+    """Every strongly connected component with more than one module, as one concrete cycle each."""
+    index, low, stack, on_stack, comps = {}, {}, [], set(), []
+    counter = [0]
+
+    def strong(v):  # Tarjan, iterative enough for a package this size
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                comps.append(set(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            strong(v)
+    cycles = []
+    for comp in comps:
+        start = min(comp)
+        # the shortest way back to start inside the component (BFS)
+        prev, frontier, found = {start: None}, [start], None
+        while frontier and found is None:
+            nxt = []
+            for v in frontier:
+                for w in sorted(graph[v]):
+                    if w not in comp:
+                        continue
+                    if w == start:
+                        found = v
+                        break
+                    if w not in prev:
+                        prev[w] = v
+                        nxt.append(w)
+                if found is not None:
+                    break
+            frontier = nxt
+        path, v = [], found
+        while v is not None:
+            path.append(v)
+            v = prev[v]
+        path.reverse()
+        cycles.append((path + [start], comp))
+    return cycles
+
+
+def describe_cycle(graph, path, comp):
+    steps = [f"{a} -> {b} ({where(a, graph[a][b])})" for a, b in zip(path, path[1:])]
+    return (f"cycle through {len(comp)} modules ({', '.join(sorted(comp))}):\n    "
+            + "\n    ".join(steps))
+
+
+def test_no_import_cycle():
+    graph = import_graph()
+    cycles = find_cycles(graph)
+    assert not cycles, "import cycles (lazy imports count too):\n  " + "\n  ".join(
+        describe_cycle(graph, path, comp) for path, comp in cycles)
+
+
+def test_the_cycle_finder_finds_a_cycle_and_its_path():
+    """The finder itself: a known three-module cycle is found with its path, a tree is not."""
+    graph = {"a": {"b": None}, "b": {"c": None}, "c": {"a": None, "d": None}, "d": {}}
+    [(path, comp)] = find_cycles(graph)
+    assert path == ["a", "b", "c", "a"] and comp == {"a", "b", "c"}
+    assert find_cycles({"a": {"b": None, "c": None}, "b": {"c": None}, "c": {}}) == []
+
+
+def test_lazy_imports_of_the_package_are_edges():
+    """Function-level imports are in the graph (a check that the walker sees them)."""
+    graph = import_graph()
+    # ctxd._entry dispatches to the click app only inside main(): a lazy import
+    assert "ctxd.cli" in graph["ctxd._entry"]
+
+
+def _is_private(attr):
+    return attr.startswith("_") and not (attr.startswith("__") and attr.endswith("__"))
+
+
+def _module_aliases(name):
+    """Names bound in *name* to ctxd modules by its imports: {local name: module}."""
+    out = {}
+    for node in ast.walk(TREES[name]):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("ctxd.") or alias.name == "ctxd":
+                    if alias.asname:
+                        out[alias.asname] = alias.name
+                    else:
+                        out[alias.name.split(".")[0]] = alias.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom):
+            base = _base(name, node)
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                if sub in SOURCES:
+                    out[alias.asname or alias.name] = sub
+    return out
+
+
+def _dotted(node, aliases):
+    """The ctxd module an expression like ``engine`` or ``ctxd.memory.engine`` names, else None."""
+    if isinstance(node, ast.Name):
+        return aliases.get(node.id)
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value, aliases)
+        if base is not None and f"{base}.{node.attr}" in SOURCES:
+            return f"{base}.{node.attr}"
+    return None
+
+
+def private_uses():
+    found = []
+    for name in SOURCES:
+        for target, node, alias in imports(name):
+            if alias is not None and _is_private(alias) and target != name:
+                found.append(f"{where(name, node)}: from {target} import {alias}")
+        aliases = _module_aliases(name)
+        for node in ast.walk(TREES[name]):
+            if isinstance(node, ast.Attribute) and _is_private(node.attr):
+                mod = _dotted(node.value, aliases)
+                if mod is not None and mod != name and f"{mod}.{node.attr}" not in SOURCES:
+                    found.append(f"{where(name, node)}: {mod}.{node.attr}")
+    return found
+
+
+def test_no_module_uses_a_private_name_of_another():
+    found = private_uses()
+    assert not found, "private names used across modules (make them public or move the code):\n  " + \
+        "\n  ".join(found)
+
+
+def command_imports():
+    found = []
+    for name in SOURCES:
+        if not name.startswith("ctxd.commands.") or is_package(name):
+            continue
+        for target, node, _alias in imports(name):
+            for t in _with_ancestors(target):
+                if t.startswith("ctxd.commands.") and t != name and t in SOURCES and not is_package(t):
+                    found.append(f"{where(name, node)}: {name} imports {t}")
+    return found
+
+
+def test_no_command_imports_another_command():
+    found = command_imports()
+    assert not found, ("commands importing commands (ctxd.cli registers commands; shared code belongs "
+                       "in the memory core or a module outside ctxd/commands):\n  " + "\n  ".join(found))
+
+
+def is_store_module(name):
+    return name.startswith("ctxd.memory.store")
+
+
+def sql_uses():
+    found = []
+    for name in SOURCES:
+        if is_store_module(name):
+            continue
+        sqlite_names = {"sqlite3"}
+        connect_names = set()
+        for node in ast.walk(TREES[name]):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name == "sqlite3":
+                        sqlite_names.add(alias.asname or "sqlite3")
+            elif isinstance(node, ast.ImportFrom) and node.module == "sqlite3":
+                for alias in node.names:
+                    if alias.name == "connect":
+                        found.append(f"{where(name, node)}: from sqlite3 import connect")
+                        connect_names.add(alias.asname or alias.name)
+        for node in ast.walk(TREES[name]):
+            if not isinstance(node, ast.Call):
+                continue
+            f = node.func
+            if isinstance(f, ast.Attribute) and f.attr in SQL_METHODS:
+                found.append(f"{where(name, node)}: .{f.attr}(...)")
+            elif (isinstance(f, ast.Attribute) and f.attr == "connect" and isinstance(f.value, ast.Name)
+                  and f.value.id in sqlite_names):
+                found.append(f"{where(name, node)}: sqlite3.connect(...)")
+            elif isinstance(f, ast.Name) and f.id in connect_names:
+                found.append(f"{where(name, node)}: connect(...)")
+    return found
+
+
+def test_no_sql_outside_the_store_modules():
+    found = sql_uses()
+    assert not found, (f"SQL outside ctxd/memory/store*.py ({len(found)}): add a store method and call it "
+                       "(a foreign database, like llm's logs.db, gets a reader in the store layer too):\n  "
+                       + "\n  ".join(found))
+
+
+# -- the checks themselves, on source they must reject ------------------------------------------
+
+@pytest.fixture
+def fake_module(monkeypatch):
+    """Add a module with the given source to the parsed package, as if it were a file in ctxd/."""
+
+    def add(name, source, package=False):
+        rel = Path(*name.split(".")[1:])
+        path = PKG / rel / "__init__.py" if package else PKG / rel.with_suffix(".py")
+        monkeypatch.setitem(SOURCES, name, path)
+        monkeypatch.setitem(TREES, name, ast.parse(source))
+
+    return add
+
+
+def test_the_checks_catch_what_they_forbid(fake_module):
+    fake_module("ctxd.commands.zz_fake", "from ctxd.commands import chat\n"
+                                         "def f(db):\n"
+                                         "    from ctxd.memory.engine import _merge\n"
+                                         "    from ctxd.memory import engine\n"
+                                         "    import sqlite3\n"
+                                         "    sqlite3.connect('x').execute('SELECT 1')\n"
+                                         "    return engine._secret(db)\n")
+    assert any("zz_fake" in f and "ctxd.commands.chat" in f for f in command_imports())
+    private = private_uses()
+    assert any("from ctxd.memory.engine import _merge" in p for p in private)
+    assert any("ctxd.memory.engine._secret" in p for p in private)
+    sql = [s for s in sql_uses() if "zz_fake" in s]
+    assert any(".execute(" in s for s in sql) and any("sqlite3.connect" in s for s in sql)
+
+
+def test_a_lazy_cycle_is_reported_with_its_path(fake_module):
+    fake_module("ctxd.zz_a", "def f():\n    from ctxd import zz_b\n")
+    fake_module("ctxd.zz_b", "def g():\n    import ctxd.zz_a\n")
+    cycles = [path for path, comp in find_cycles(import_graph()) if "ctxd.zz_a" in comp]
+    assert cycles == [["ctxd.zz_a", "ctxd.zz_b", "ctxd.zz_a"]]
+
+
+def test_relative_imports_resolve(fake_module):
+    fake_module("ctxd.zz_pkg", "", package=True)
+    fake_module("ctxd.zz_pkg.zz_one", "from .zz_two import thing\nfrom .. import zz_top\n")
+    fake_module("ctxd.zz_pkg.zz_two", "thing = 1\n")
+    fake_module("ctxd.zz_top", "")
+    graph = import_graph()
+    assert set(graph["ctxd.zz_pkg.zz_one"]) == {"ctxd.zz_pkg.zz_two", "ctxd.zz_top"}
+
+
+def test_a_sibling_import_is_no_edge_to_the_own_package(fake_module):
+    fake_module("ctxd.zz_pkg", "from ctxd.zz_pkg import zz_one\n", package=True)
+    fake_module("ctxd.zz_pkg.zz_one", "from ctxd.zz_pkg.zz_two import thing\n")
+    fake_module("ctxd.zz_pkg.zz_two", "thing = 1\n")
+    graph = import_graph()
+    assert set(graph["ctxd.zz_pkg.zz_one"]) == {"ctxd.zz_pkg.zz_two"}
+    assert not [c for _p, c in find_cycles(graph) if "ctxd.zz_pkg" in c]
+
+
+def test_a_package_init_importing_a_submodule_is_an_edge(fake_module):
+    fake_module("ctxd.zz_pkg", "from . import zz_mod\n", package=True)
+    fake_module("ctxd.zz_pkg.zz_mod", "from ctxd import zz_pkg\n")
+    graph = import_graph()
+    assert "ctxd.zz_pkg.zz_mod" in graph["ctxd.zz_pkg"]
+    assert any({"ctxd.zz_pkg", "ctxd.zz_pkg.zz_mod"} <= comp for _p, comp in find_cycles(graph))
+
