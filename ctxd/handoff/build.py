@@ -544,7 +544,7 @@ def _question_pool(msgs, qfacts, previous, auto_pool):
 
 
 def _terms(text):
-    from ctxd.memory.engine import _terms as terms
+    from ctxd.memory.engine import terms
 
     return terms(text)
 
@@ -642,7 +642,7 @@ def _cost(obj):
 
 def choose_session(store, session=None):
     if session is not None:
-        if not store.db.execute("SELECT 1 FROM messages WHERE session = ? LIMIT 1", (session,)).fetchone():
+        if not store.has_session(session):
             known = ", ".join(repr(s) for s in store.sessions()[:8]) or "none"
             raise NotFoundError(f"no messages in session {session!r} (sessions: {known})")
         return session

@@ -66,50 +66,39 @@ def refresh_facts(store, batch=2000, limit=None):
     on a big imported history: it reads the newest backlog later, in a detached
     `ctxd chat refresh`, see ``backlog``).
     """
-    db = store.db
-    row = db.execute("SELECT value FROM meta WHERE key = 'facts_upto'").fetchone()
-    upto = int(row[0]) if row else 0
+    upto = store.facts_watermark()
     seen = 0
     while limit is None or seen < limit:
-        rows = db.execute("SELECT id, ts, role, content, importance, session, source FROM messages WHERE id > ? "
-                          "ORDER BY id LIMIT ?", (upto, batch)).fetchall()
+        rows = store.messages_after(upto, batch)
         if not rows:
             break
-        db.execute("BEGIN IMMEDIATE")
-        try:
+        with store.transaction():
             # another process may have done this batch meanwhile
-            row = db.execute("SELECT value FROM meta WHERE key = 'facts_upto'").fetchone()
-            if row and int(row[0]) > upto:
-                upto = int(row[0])
-                db.execute("COMMIT")
+            done = store.facts_watermark()
+            if done > upto:
+                upto = done
                 continue
             for r in rows:
                 if _is_generated(r):
                     continue  # ctxd's own teach prompt: instructions, not what was said
-                early = r["role"] == "user" and db.execute(
-                    "SELECT count(*) FROM (SELECT 1 FROM messages WHERE session = ? AND role = 'user' AND id < ? "
-                    "LIMIT ?)", (r["session"], r["id"], facts_mod.EARLY_USER_TURNS)).fetchone()[0] \
-                    < facts_mod.EARLY_USER_TURNS
+                early = r["role"] == "user" and store.user_turns_before(
+                    r["session"], r["id"], facts_mod.EARLY_USER_TURNS) < facts_mod.EARLY_USER_TURNS
                 for tag, kinds, text, norm, topic, prio in facts_mod.extract(r["id"], r["ts"], r["role"], r["content"],
                                                                             r["importance"], early):
-                    _merge(db, r, tag, kinds, text, norm, topic, prio)
+                    merge_fact(store, r, tag, kinds, text, norm, topic, prio)
             upto = rows[-1]["id"]
-            db.execute("INSERT INTO meta(key, value) VALUES ('facts_upto', ?) "
-                       "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (str(upto),))
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+            store.set_facts_watermark(upto)
         seen += len(rows)
     return seen
 
 
+BACKLOG_CAP = 100000
+
+
 def backlog(store):
-    """How many messages the facts have not read yet (cheap: two indexed lookups)."""
-    row = store.db.execute("SELECT value FROM meta WHERE key = 'facts_upto'").fetchone()
-    upto = int(row[0]) if row else 0
-    return store.db.execute("SELECT count(*) FROM (SELECT 1 FROM messages WHERE id > ? LIMIT 100000)",
-                            (upto,)).fetchone()[0]
+    """How many messages the facts have not read yet (cheap: two indexed lookups; counted
+    up to BACKLOG_CAP)."""
+    return store.count_after(store.facts_watermark(), cap=BACKLOG_CAP)
 
 
 def _is_generated(row):
@@ -126,7 +115,7 @@ def _words(norm):
     return {w for w in norm.split() if not any(c.isdigit() for c in w)}
 
 
-def _terms(text):
+def terms(text):
     """Content words (and CJK bigrams) without digits: what a statement is about."""
     low = text.lower()
     words = {w for w in re.findall(r"[a-z][a-z_-]{2,}", low) if w not in _STOP}
@@ -141,53 +130,95 @@ _STOP = set("the and for with that this from into are was were will would should
             "all can may might must been being which what when where who whom whose why how".split())
 
 
-def _merge(db, msg, tag, kinds, text, norm, topic, prio):
+def merge_fact(store, msg, tag, kinds, text, norm, topic, prio):
+    """Add one extracted fact of message *msg* (a mapping with id, ts, role) and let it
+    supersede what it corrects or restates with a new value. Returns the new fact's id,
+    or None when it repeats a live fact (the first statement is kept).
+
+    Call it inside ``store.transaction()``: the fact and the facts it supersedes change together.
+    """
     # an exact repeat of a live fact: keep the first statement
-    if db.execute("SELECT 1 FROM facts WHERE norm = ? AND superseded_by IS NULL LIMIT 1", (norm,)).fetchone():
-        return
-    cur = db.execute("INSERT INTO facts(msg_id, ts, role, tag, kinds, text, norm, topic, priority) "
-                     "VALUES (?,?,?,?,?,?,?,?,?)", (msg["id"], msg["ts"], msg["role"], tag, kinds, text, norm, topic, prio))
-    new_id = cur.lastrowid
+    if store.live_fact_with_norm(norm) is not None:
+        return None
+    new_id = store.insert_fact(msg["id"], msg["ts"], msg["role"], tag, kinds, text, norm, topic, prio)
     kset = set(kinds.split(","))
     values = kset & set(facts_mod.HARD)
     if not values or msg["role"] == "tool":
-        return
+        return new_id
     correction = "correction" in kset
-    terms = _terms(text)
+    words_of = terms(text)
     if correction:
         # "the cutover moves to 2026-04-12": the latest earlier fact with a value of the
         # same kind that shares the most words with the correction is what it corrects
         # a value the correction names as wrong ("..., not 14:05 UTC") points at its fact
         named = {v for st, _, v in facts_mod.hard_values(text) if _NEGATED.search(text[max(0, st - 14):st])}
         best, best_score = None, 0
-        for old in db.execute("SELECT id, kinds, text FROM facts WHERE superseded_by IS NULL AND id < ? "
-                              "ORDER BY id DESC LIMIT 3000", (new_id,)).fetchall():
+        for old in store.live_facts_before(new_id, limit=3000):
             if not (set(old["kinds"].split(",")) & values):
                 continue
-            score = len(terms & _terms(old["text"])) + sum(10 for v in named if v in old["text"])
+            score = len(words_of & terms(old["text"])) + sum(10 for v in named if v in old["text"])
             if score > best_score:
                 best, best_score = old["id"], score
         if best is not None and best_score >= 1:
-            _supersede(db, best, new_id, values, terms, text)
-        return
+            _supersede(store, best, new_id, values, words_of, text)
+        return new_id
     if not topic:
-        return
+        return new_id
     words = _words(norm)
-    for old in db.execute("SELECT id, kinds, norm FROM facts WHERE topic = ? AND superseded_by IS NULL AND id < ? "
-                          "ORDER BY id DESC LIMIT 20", (topic, new_id)).fetchall():
+    for old in store.live_topic_facts_before(topic, new_id, limit=20):
         if not (set(old["kinds"].split(",")) & values):
             continue
         owords = _words(old["norm"])
         if len(words & owords) / max(1, len(words | owords)) >= 0.6:  # the same statement, a new value
-            db.execute("UPDATE facts SET superseded_by = ? WHERE id = ?", (new_id, old["id"]))
+            store.supersede_fact(old["id"], new_id)
             break
+    return new_id
 
 
-def _supersede(db, old_id, new_id, kinds, terms, new_text):
+def _merge(db, msg, tag, kinds, text, norm, topic, prio):
+    """merge_fact over a bare connection: kept only until ctxd.integrations.mcp_server
+    calls merge_fact (or keep_fact) with its store; do not use in new code."""
+    from ctxd.memory.store_facts import FactsTables
+
+    view = FactsTables()
+    view.db = db
+    return merge_fact(view, msg, tag, kinds, text, norm, topic, prio)
+
+
+def keep_fact(store, msg_id, tag, priority):
+    """Make message *msg_id*, a statement recorded on purpose (e.g. over MCP), a fact tagged
+    *tag* with at least *priority*; return the id of that fact.
+
+    The facts extracted from it are re-tagged; when extraction found none, its whole text
+    becomes one fact; when that text is already a live fact, that fact is re-tagged
+    instead of being stored twice. One transaction (joining the caller's).
+    """
+    with store.transaction():
+        refresh_facts(store)
+        ids = store.message_fact_ids(msg_id)
+        if not ids:
+            msg = store.get(msg_id)
+            if msg is None:
+                return None
+            norm = facts_mod.normalize(msg.content)
+            known = store.live_fact_with_norm(norm)
+            if known is not None:
+                store.promote_fact(known["id"], tag, priority)
+                return known["id"]
+            kinds = facts_mod.classify(msg.content, msg.role) or [{"requirement": "constraint"}.get(tag, tag)]
+            kinds = ",".join(k for k in kinds if k != "background")
+            fid = merge_fact(store, {"id": msg.id, "ts": msg.ts, "role": msg.role}, tag, kinds, msg.content, norm,
+                             facts_mod.topic_of(msg.content), priority)
+            ids = [fid]
+        store.promote_message_facts(msg_id, tag, priority)
+        return ids[0]
+
+
+def _supersede(store, old_id, new_id, kinds, shared, new_text):
     """Mark the old fact superseded; when it also carries other values ("the defense
     is on 2026-06-30, the midterm on 2026-04-10"), keep it current with only the
     corrected value marked, so the other details are not lost with it."""
-    old = db.execute("SELECT text FROM facts WHERE id = ?", (old_id,)).fetchone()["text"]
+    old = store.fact_text(old_id)
     values = facts_mod.hard_values(old, [k for k in kinds if k in facts_mod.HARD])
     # values the correction states as current ("13:52 UTC, not 14:05 UTC": only 13:52)
     fresh = {v for st, _, v in facts_mod.hard_values(new_text) if not _NEGATED.search(new_text[max(0, st - 14):st])}
@@ -195,13 +226,13 @@ def _supersede(db, old_id, new_id, kinds, terms, new_text):
     if not stale:
         return  # a restatement of the same value, not a correction of this fact
     if len(facts_mod.hard_values(old)) <= 1:
-        db.execute("UPDATE facts SET superseded_by = ? WHERE id = ?", (new_id, old_id))
+        store.supersede_fact(old_id, new_id)
         return
     # the stale value nearest to the words the correction shares with this fact
-    anchors = [i for t in terms for i in _find_all(old.lower(), t)] or [0]
+    anchors = [i for t in shared for i in _find_all(old.lower(), t)] or [0]
     start, end, value = min(stale, key=lambda v: min(abs(v[0] - a) for a in anchors))
     text = old[:start] + f"{value} {STALE_MARK}" + old[end:]
-    db.execute("UPDATE facts SET text = ? WHERE id = ?", (text, old_id))  # norm stays: the source sentence
+    store.set_fact_text(old_id, text)  # norm stays: the source sentence
 
 
 STALE_MARK = "(superseded, no longer current)"
@@ -219,15 +250,13 @@ def live_facts(store, limit=400):
     """Facts by priority: current ones first; superseded ones after, marked as such
     (they may still carry details the newer statement does not repeat)."""
     # two index-driven queries (facts_live): the cost follows the limit, not the history
-    live = store.db.execute("SELECT * FROM facts WHERE superseded_by IS NULL ORDER BY priority DESC, id ASC "
-                            "LIMIT ?", (limit,)).fetchall()
-    old = store.db.execute("SELECT * FROM facts WHERE superseded_by IS NOT NULL ORDER BY id DESC LIMIT ?",
-                           (limit // 4,)).fetchall()
+    live = store.live_facts(limit)
+    old = store.superseded_facts(limit // 4)
     return live + sorted(old, key=lambda r: -r["priority"])
 
 
 def superseded_count(store):
-    return store.db.execute("SELECT count(*) FROM facts WHERE superseded_by IS NOT NULL").fetchone()[0]
+    return store.superseded_count()
 
 
 # -- rendering pieces ------------------------------------------------------------
@@ -266,12 +295,11 @@ def summary_block(store, older_upto, budget, cache_dir, llm=None):
                 break
             kept.insert(0, piece)
         if kept:
-            more = store.db.execute("SELECT count(*) FROM messages WHERE id > ? AND id <= ?",
-                                    (llm["upto"], older_upto)).fetchone()[0]
+            more = store.count_between(llm["upto"], older_upto)
             head = f"({len(pieces) - len(kept)} older summary parts left out.)\n" if len(kept) < len(pieces) else ""
             tail = f"\n({more} later messages are not in this summary; their facts are listed.)" if more else ""
             return head + "\n\n".join(kept) + tail
-    first = store.db.execute("SELECT min(id) FROM messages").fetchone()[0] or 0
+    first = store.first_id()
     # the range it covers, and how many corrections it knows of (a later correction re-marks it)
     stale_n = superseded_count(store)
     key = f"summary-{first}-{older_upto}-{budget}-{stale_n}.json"
@@ -281,33 +309,22 @@ def summary_block(store, older_upto, budget, cache_dir, llm=None):
             return json.load(f)["text"]
     except (OSError, ValueError, KeyError):
         pass
-    db = store.db
     # first is min(id): the messages up to older_upto are all but the (few, recent) ones after it.
     # A count over an id range walks the table's own pages, i.e. the whole history.
-    n = store.count() - db.execute("SELECT count(*) FROM messages WHERE id > ?", (older_upto,)).fetchone()[0]
-    t0 = db.execute("SELECT ts FROM messages WHERE id >= ? ORDER BY id LIMIT 1", (first,)).fetchone()
-    t1 = db.execute("SELECT ts FROM messages WHERE id <= ? ORDER BY id DESC LIMIT 1", (older_upto,)).fetchone()
-    t0, t1 = (t0[0] if t0 else 0), (t1[0] if t1 else 0)
-    first_user = db.execute("SELECT content FROM messages WHERE role = 'user' AND id <= ? ORDER BY id LIMIT 1",
-                            (older_upto,)).fetchone()
+    n = store.count() - store.count_after(older_upto)
+    t0, t1 = store.first_ts_from(first), store.last_ts_upto(older_upto)
+    first_user = store.first_user_content(older_upto)
     lines = [f"Earlier conversation: {n} messages, {_day(t0)} to {_day(t1)}."]
-    if first_user:
+    if first_user is not None:
         # built from the source message, but a statement corrected since is marked, not repeated
-        # only the facts of these sentences matter: look them up by norm (facts_norm; the unary +
-        # keeps the planner off facts_live and facts_msg, which would scan every fact of the history)
-        sents = [(s, facts_mod.normalize(s)) for s in facts_mod.sentences(first_user[0])]
+        # only the facts of these sentences matter: looked up by norm (facts_norm, never a scan
+        # of every fact of the history; see FactsTables.superseded_norms)
+        sents = [(s, facts_mod.normalize(s)) for s in facts_mod.sentences(first_user)]
         norms = sorted({nm for _s, nm in sents})
-        stale, marked = set(), {}
-        for i in range(0, len(norms), 500):
-            chunk = norms[i:i + 500]
-            marks = ",".join("?" * len(chunk))
-            stale.update(r[0] for r in db.execute(
-                f"SELECT norm FROM facts WHERE norm IN ({marks}) AND +superseded_by IS NOT NULL AND +msg_id <= ?",
-                (*chunk, older_upto)))
-            rows = db.execute(
-                f"SELECT norm, text, priority, id FROM facts WHERE norm IN ({marks}) AND +superseded_by IS NULL "
-                "AND +msg_id <= ? AND text LIKE ?", (*chunk, older_upto, f"%{STALE_MARK}%")).fetchall()
-            marked.update((r[0], r[1]) for r in sorted(rows, key=lambda r: (-r[2], r[3])))  # facts_live order
+        stale = store.superseded_norms(norms, older_upto)
+        rows = store.live_facts_containing(norms, older_upto, STALE_MARK)
+        # facts_live order; norms never repeat across the store's chunks, so one sort is the same
+        marked = dict((r[0], r[1]) for r in sorted(rows, key=lambda r: (-r[2], r[3])))
         parts = []
         for sent, norm in sents:
             parts.append("(a statement superseded later)" if norm in stale else marked.get(norm, sent))
