@@ -151,6 +151,10 @@ class FactsTables:
                               (upto,)).fetchone()
         return row[0] if row else None
 
+    def has_session(self, session):
+        """Whether any message belongs to *session*."""
+        return self.db.execute("SELECT 1 FROM messages WHERE session = ? LIMIT 1", (session,)).fetchone() is not None
+
 
 def _chunks(items, size=NORM_CHUNK):
     items = list(items)
