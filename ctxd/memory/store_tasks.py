@@ -1,9 +1,34 @@
 """The store's SQL for the tasks tables (a mixin of ctxd.memory.store.Store).
 
 Only the store modules (ctxd/memory/store*.py) run SQL; everything else calls
-their methods.
+their methods. ctxd.memory.tasks holds the logic (one open task at a time,
+what closing one records).
 """
+
+import time
 
 
 class TasksTables:
     """Methods of Store over the tasks tables; self.db is the connection."""
+
+    def open_task(self):
+        """The open task's row (the newest if several), or None."""
+        return self.db.execute("SELECT * FROM tasks WHERE status = 'open' ORDER BY id DESC LIMIT 1").fetchone()
+
+    def task_notes(self, task_id):
+        """The texts of *task_id*'s notes, oldest first."""
+        return [r["text"] for r in self.db.execute(
+            "SELECT text FROM task_notes WHERE task_id = ? ORDER BY id", (task_id,))]
+
+    def insert_task(self, name, started=None):
+        """Open a task; return its id."""
+        return self.db.execute("INSERT INTO tasks(name, status, started) VALUES (?, 'open', ?)",
+                               (name, time.time() if started is None else started)).lastrowid
+
+    def add_task_note(self, task_id, text, ts=None):
+        self.db.execute("INSERT INTO task_notes(task_id, ts, text) VALUES (?, ?, ?)",
+                        (task_id, time.time() if ts is None else ts, text))
+
+    def finish_task(self, task_id, finished=None):
+        self.db.execute("UPDATE tasks SET status = 'done', finished = ? WHERE id = ?",
+                        (time.time() if finished is None else finished, task_id))

@@ -13,30 +13,23 @@ from ctxd.errors import CtxdError, ExitCode
 
 
 def current(store):
-    return store.db.execute("SELECT * FROM tasks WHERE status = 'open' ORDER BY id DESC LIMIT 1").fetchone()
+    """The open task (a row: id, name, status, started, finished), or None."""
+    return store.open_task()
 
 
 def notes(store, task_id):
-    return [r["text"] for r in store.db.execute(
-        "SELECT text FROM task_notes WHERE task_id = ? ORDER BY id", (task_id,))]
+    return store.task_notes(task_id)
 
 
 def start(store, name):
     name = name.strip()
     if not name:
         raise CtxdError("a task needs a name", ExitCode.USAGE)
-    open_ = current(store)
-    if open_ is not None:
-        raise CtxdError(f"task {open_['name']!r} is still open: ctxd task done first", ExitCode.USAGE)
-    store.db.execute("BEGIN IMMEDIATE")
-    try:
-        tid = store.db.execute("INSERT INTO tasks(name, status, started) VALUES (?, 'open', ?)",
-                               (name, time.time())).lastrowid
-        store.db.execute("COMMIT")
-    except BaseException:
-        store.db.execute("ROLLBACK")
-        raise
-    return tid
+    with store.transaction():  # the check and the insert together: two starts cannot both open one
+        open_ = current(store)
+        if open_ is not None:
+            raise CtxdError(f"task {open_['name']!r} is still open: ctxd task done first", ExitCode.USAGE)
+        return store.insert_task(name, time.time())
 
 
 def note(store, text, redact=True):
@@ -45,7 +38,7 @@ def note(store, text, redact=True):
         raise CtxdError("no open task: ctxd task start NAME", ExitCode.NOT_FOUND)
     if redact and store.redactor is not None:
         text, _ = store.redactor(text)
-    store.db.execute("INSERT INTO task_notes(task_id, ts, text) VALUES (?, ?, ?)", (t["id"], time.time(), text))
+    store.add_task_note(t["id"], text, time.time())
     return t["name"]
 
 
@@ -55,7 +48,7 @@ def done(store):
         raise CtxdError("no open task", ExitCode.NOT_FOUND)
     ns = notes(store, t["id"])
     body = f"Task done: {t['name']}." + "".join(f"\n- {n}" for n in ns)
-    store.db.execute("UPDATE tasks SET status = 'done', finished = ? WHERE id = ?", (time.time(), t["id"]))
+    store.finish_task(t["id"], time.time())
     store.add("system", body, source="task", importance=0.8, redact=False)
     return t["name"], len(ns)
 
