@@ -119,17 +119,13 @@ def _record(row):
     }
 
 
-def _row(db, k):
-    return db.execute("SELECT * FROM concepts WHERE key = ?", (k,)).fetchone()
-
-
 def get(store, concept):
     """The concept's record (a dict), or None. ``mastery`` is None until it is practised."""
-    return _record(_row(store.db, key(concept)))
+    return _record(store.concept(key(concept)))
 
 
 def all_concepts(store):
-    return [_record(r) for r in store.db.execute("SELECT * FROM concepts ORDER BY key")]
+    return [_record(r) for r in store.concepts()]
 
 
 def snapshot(store, names):
@@ -148,38 +144,24 @@ def snapshot(store, names):
     return out
 
 
-def _write(db, fn):
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        out = fn()
-        db.execute("COMMIT")
-        return out
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-
-
-def _ensure(db, name, now):
+def _ensure(store, name, now):
     k = key(name)
     if not k:
         raise CtxdError("a concept needs a name", ExitCode.USAGE)
-    db.execute("INSERT INTO concepts(key, name, created) VALUES (?, ?, ?) ON CONFLICT(key) DO NOTHING",
-               (k, " ".join(str(name).split()), now))
+    store.ensure_concept(k, " ".join(str(name).split()), now)
     return k
 
 
-def _apply(db, k, score, error, now):
+def _apply(store, k, score, error, now):
     from fsrs import Card
 
-    row = _row(db, k)
+    row = store.concept(k)
     mastery = ema(row["mastery"] if row["practices"] else None, score)
     card = Card.from_dict(json.loads(row["card"])) if row["card"] else _new_card(k)
     if card.last_review is not None and _utc(now) < card.last_review:
         now = card.last_review.timestamp()  # FSRS reviews go forward in time
     card, _log = _scheduler().review_card(card, rating_for(score, error), review_datetime=_utc(now))
-    db.execute("UPDATE concepts SET mastery = ?, practices = practices + 1, errors = errors + ?, "
-               "last_practice = max(coalesce(last_practice, 0), ?), card = ?, due = ? WHERE key = ?",
-               (mastery, 1 if error else 0, now, json.dumps(card.to_dict()), card.due.timestamp(), k))
+    store.record_practice(k, mastery, error, now, json.dumps(card.to_dict()), card.due.timestamp())
 
 
 def practice(store, concept, score, error=False, now=None):
@@ -187,11 +169,9 @@ def practice(store, concept, score, error=False, now=None):
     now = _ts(now)
     score = _clamp(score)
 
-    def go():
-        k = _ensure(store.db, concept, now)
-        _apply(store.db, k, score, error, now)
-
-    _write(store.db, go)
+    with store.transaction():
+        k = _ensure(store, concept, now)
+        _apply(store, k, score, error, now)
     return get(store, concept)
 
 
@@ -206,12 +186,9 @@ def set_prerequisites(store, concept, prerequisites, now=None):
             seen.add(key(p))
             names.append(p)
 
-    def go():
-        k = _ensure(store.db, concept, now)
-        store.db.execute("UPDATE concepts SET prerequisites = ? WHERE key = ?",
-                         (json.dumps(names, ensure_ascii=False), k))
-
-    _write(store.db, go)
+    with store.transaction():
+        k = _ensure(store, concept, now)
+        store.set_concept_prerequisites(k, json.dumps(names, ensure_ascii=False))
     return get(store, concept)
 
 
@@ -239,9 +216,7 @@ def due(store, now=None):
     ``reason`` (fsrs | stale | new), ``due_since`` (unix time it became due)."""
     now = _ts(now)
     stale_before = now - STALE_DAYS * DAY
-    rows = store.db.execute(
-        "SELECT * FROM concepts WHERE practices = 0 OR due <= ? OR last_practice <= ?",
-        (now, stale_before)).fetchall()
+    rows = store.due_concepts(now, stale_before)
     out = []
     for r in rows:
         rec = _record(r)
@@ -290,9 +265,7 @@ def observe_archive(store, archive, source=None, now=None):
     when = _archive_ts(archive)
     when = _ts(now) if when is None else when
     applied = 0
-
-    def go():
-        nonlocal applied
+    with store.transaction():
         for kp in points:
             if not isinstance(kp, dict):
                 continue
@@ -300,24 +273,17 @@ def observe_archive(store, archive, source=None, now=None):
             level = str(kp.get("mastery_level") or "").strip().lower()
             if not isinstance(name, str) or not key(name) or level not in LEVEL_SCORE:
                 continue
-            k = _ensure(store.db, name, when)
-            seen = store.db.execute("SELECT level FROM concept_observations WHERE concept = ? AND source = ?",
-                                    (k, source)).fetchone()
-            if seen is not None and seen[0] == level:
+            k = _ensure(store, name, when)
+            if store.observation_level(k, source) == level:
                 continue
-            store.db.execute("INSERT INTO concept_observations(concept, source, level, ts) VALUES (?,?,?,?) "
-                             "ON CONFLICT(concept, source) DO UPDATE SET level = excluded.level, ts = excluded.ts",
-                             (k, source, level, when))
-            row = _row(store.db, k)
+            store.record_observation(k, source, level, when)
+            row = store.concept(k)
             if row["practices"] and row["last_practice"] is not None and row["last_practice"] > when:
                 continue
-            _apply(store.db, k, LEVEL_SCORE[level], False, when)
+            _apply(store, k, LEVEL_SCORE[level], False, when)
             pre = kp.get("prerequisites")
             if isinstance(pre, list) and row["prerequisites"] in ("[]", None):
                 names = [p for p in pre if isinstance(p, str) and key(p) and key(p) != k]
-                store.db.execute("UPDATE concepts SET prerequisites = ? WHERE key = ?",
-                                 (json.dumps(names, ensure_ascii=False), k))
+                store.set_concept_prerequisites(k, json.dumps(names, ensure_ascii=False))
             applied += 1
-
-    _write(store.db, go)
     return applied
