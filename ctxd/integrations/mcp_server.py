@@ -36,10 +36,6 @@ from ctxd.errors import CtxdError, ExitCode, NotFoundError
 NAME = "ctxd"
 CONTEXT_URI = "ctxd://project/context"
 HANDOFF_URI = "ctxd://handoff/latest"
-FACT_KINDS = ("preference", "requirement", "background", "todo")
-FACT_MAX = 500  # characters: a fact is one statement (the context shows ~220 of it)
-FACT_IMPORTANCE = 0.9
-FACT_PRIORITY = 5.0  # a fact recorded on purpose ranks about like a preference the user stated
 READ_MAX = 40000  # characters read_output returns per call
 SEARCH_TRIM = 300
 SOURCE = "mcp"
@@ -83,32 +79,17 @@ _prompt_errors = _errors(lambda m: MCPError(INTERNAL_ERROR, m), lambda m: MCPErr
 
 # -- the work, independent of the SDK (each call opens and closes the store) -------------
 
-def _raw_config(project):
-    raw = project.config.get("raw", {}) if isinstance(project.config, dict) else {}
-    return raw if isinstance(raw, dict) else {}
+def _memory(project):
+    from ctxd.memory.core import ProjectMemory
 
-
-def _has_store(project):
-    from ctxd.memory.store import DB_NAME
-
-    return os.path.exists(os.path.join(project.context_dir, DB_NAME))
-
-
-def _read_store(project):
-    """The store, opened for reading; NotFoundError when nothing was recorded yet."""
-    from ctxd.memory.project import open_store
-
-    if not _has_store(project):
-        raise NotFoundError(f"no conversation recorded for {project.root} yet (ctxd chat add / import / install)")
-    return open_store(project, create=False)
+    return ProjectMemory(project)
 
 
 def context_markdown(project, budget=4000, query=None):
-    from ctxd.commands.context import build
     from ctxd.memory import engine
 
-    with _read_store(project) as store:
-        ctx = build(project, store, budget=budget, mode="auto", query=query or None)
+    with _memory(project) as mem:
+        ctx = mem.context(budget=budget, mode="auto", query=query or None)
     return engine.to_markdown(ctx, f"Conversation context: {os.path.basename(project.root)}")
 
 
@@ -119,8 +100,9 @@ def _when(ts):
 def search_text(project, query, limit=10):
     if not query.strip():
         raise CtxdError("give a non-empty query", ExitCode.USAGE)
-    with _read_store(project) as store:
-        hits = store.search(query, limit)
+    with _memory(project) as mem:
+        mem.store(create=False)  # NoStore when nothing was recorded yet
+        hits = mem.search(query, limit)
     if not hits:
         return f"no message matches {query!r}"
     lines = [f"{len(hits)} message(s) matching {query!r}, newest first (read_output(id) for a whole one):"]
@@ -133,23 +115,9 @@ def search_text(project, query, limit=10):
     return "\n".join(lines)
 
 
-def full_text(project, mid):
-    """The whole text of message *mid*: its offloaded output file, else its content."""
-    with _read_store(project) as store:
-        m = store.get(mid)
-    if m is None:
-        raise NotFoundError(f"no message #{mid}")
-    if not m.output_path:
-        return m.content
-    try:
-        with open(m.output_path, encoding="utf-8", errors="replace") as f:
-            return f.read()
-    except FileNotFoundError:
-        raise NotFoundError(f"the offloaded output of #{mid} is missing: {m.output_path}") from None
-
-
 def read_text(project, mid, start=0, end=None):
-    text = full_text(project, mid)
+    with _memory(project) as mem:
+        text = mem.output(mid)
     lo, hi, _ = slice(start, end).indices(len(text))
     hi = max(lo, hi)
     more = ""
@@ -160,72 +128,22 @@ def read_text(project, mid, start=0, end=None):
 
 
 def record_fact(project, kind, text):
-    """Record *text* as a fact of *kind*; return a confirmation.
+    """Record *text* as a fact of *kind* (ProjectMemory.add_fact); return a confirmation.
 
-    The fact is stored as a system message (source "mcp", importance 0.9) in
-    the latest session ($CTXD_SESSION when set), redacted like every write, so it is searchable and goes into handoffs; the
-    facts engine reads it at once, and the facts taken from it get the given
-    kind as their tag and at least the priority of a user's stated preference.
-    When the extractor finds no fact in the text (plain prose such as "use
-    tabs"), the whole text becomes one fact. A statement that is already a
-    live fact is not added again (its kind is updated).
+    It joins the latest session ($CTXD_SESSION when set), so it is searchable and goes
+    into handoffs.
     """
-    from ctxd.memory import engine, facts as facts_mod, render
-    from ctxd.memory.project import open_store
-
-    if kind not in FACT_KINDS:
-        raise CtxdError(f"kind must be one of {', '.join(FACT_KINDS)} (got {kind!r})", ExitCode.USAGE)
-    text = " ".join(text.split())
-    if not text:
-        raise CtxdError("refusing to record an empty fact", ExitCode.USAGE)
-    if len(text) > FACT_MAX:
-        raise CtxdError(f"a fact is one statement of at most {FACT_MAX} characters (got {len(text)}); "
-                        "split it, or keep the detail in the conversation", ExitCode.USAGE)
-    with open_store(project) as store:
-        db = store.db
-        # the conversation going on (its hooks record it): a fact joins it, so a handoff
-        # of the latest session still packs that conversation, now with the fact
-        last = db.execute("SELECT session FROM messages ORDER BY id DESC LIMIT 1").fetchone()
-        session = os.environ.get("CTXD_SESSION") or (last[0] if last else "") or SOURCE
-        engine.refresh_facts(store)
-        redacted, _path, _chars = store.prepare(text)
-        known = db.execute("SELECT id, msg_id FROM facts WHERE norm = ? AND superseded_by IS NULL LIMIT 1",
-                           (facts_mod.normalize(redacted),)).fetchone()
-        if known:  # the same statement is a live fact already: keep the first, with this kind
-            db.execute("UPDATE facts SET tag = ?, priority = max(priority, ?) WHERE id = ?",
-                       (kind, FACT_PRIORITY, known["id"]))
-            return f"already known (stated in message #{known['msg_id']}); kept as {kind}: {redacted}"
-        mid = store.add("system", text, session=session, source=SOURCE, importance=FACT_IMPORTANCE)
-        engine.refresh_facts(store)
-        msg = db.execute("SELECT id, ts, role, content FROM messages WHERE id = ?", (mid,)).fetchone()
-        stored = msg["content"]
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            if not db.execute("SELECT 1 FROM facts WHERE msg_id = ?", (mid,)).fetchone():
-                kinds = facts_mod.classify(stored, "system") or [{"requirement": "constraint"}.get(kind, kind)]
-                kinds = ",".join(k for k in kinds if k != "background")
-                engine._merge(db, msg, kind, kinds, stored, facts_mod.normalize(stored), facts_mod.topic_of(stored),
-                              FACT_PRIORITY)
-            db.execute("UPDATE facts SET tag = ?, priority = max(priority, ?) WHERE msg_id = ?",
-                       (kind, FACT_PRIORITY, mid))
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        render.write(store, project.root)
-    note = " (secrets redacted)" if stored != text else ""
+    with _memory(project) as mem:
+        known, mid, stored = mem.add_fact(text, kind, session=os.environ.get("CTXD_SESSION"), source=SOURCE)
+    if known:
+        return f"already known (stated in message #{mid}); kept as {kind}: {stored}"
+    note = " (secrets redacted)" if stored != " ".join(text.split()) else ""
     return f"recorded {kind} as message #{mid}{note}: {stored}"
 
 
 def make_handoff(project):
-    try:
-        from ctxd.handoff import build
-    except ImportError:
-        build = None
-    if build is None or not hasattr(build, "make"):
-        raise CtxdError("this ctxd has no handoff builder (ctxd.handoff.build.make); upgrade ctxd")
-    with _read_store(project) as store:
-        hid, path, a = build.make(project, store, config_raw=_raw_config(project))
+    with _memory(project) as mem:
+        hid, path, a = mem.handoff()
     return f"{path}\n" + handoff_summary(hid, a)
 
 
@@ -246,10 +164,8 @@ def handoff_summary(hid, a):
 
 
 def project_context(project):
-    from ctxd.memory import render
-
-    with _read_store(project) as store:
-        return render.render(store, project.root)
+    with _memory(project) as mem:
+        return mem.render()
 
 
 def latest_handoff(project):
@@ -264,23 +180,14 @@ def latest_handoff(project):
 
 def teach_prompt(project, topic=None, focus=None):
     from ctxd.handoff import archive as A
-    from ctxd.handoff import knowledge, teach
-    from ctxd.memory.project import open_store
 
     got = A.latest(project.context_dir)
     if got is None:
         raise NotFoundError("no handoff archive to teach from yet (create one with the handoff tool or "
                             "`ctxd handoff`)")
     hid, _path, a = got
-    lang = (_raw_config(project).get("handoff") or {}).get("language")
-    lang = lang if lang in ("zh", "en") else None
-    know = None
-    if _has_store(project):  # as `ctxd teach`: apply the archive's key points, then read the knowledge
-        with open_store(project, create=False) as store:
-            knowledge.observe_archive(store, a, source=hid)
-            names = [k.get("concept") for k in a.get("key_points") or [] if isinstance(k, dict) and k.get("concept")]
-            know = knowledge.snapshot(store, names + ([focus] if focus else []))
-    return teach.build_prompt(a, topic=topic or None, focus=focus or None, knowledge=know, language=lang)
+    with _memory(project) as mem:  # as `ctxd teach`, but nothing recorded and no store created
+        return mem.teach_prompt(hid, a, topic=topic, focus=focus, record=False)
 
 
 # -- the MCP server -------------------------------------------------------------------------

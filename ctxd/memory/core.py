@@ -31,6 +31,10 @@ import os
 from ctxd.errors import CtxdError, ExitCode, NotFoundError
 
 DEFAULT_BUDGET = 8000
+FACT_KINDS = ("preference", "requirement", "background", "todo")
+FACT_MAX = 500  # characters: a fact is one statement (the context shows ~220 of it)
+FACT_IMPORTANCE = 0.9
+FACT_PRIORITY = 5.0  # a fact recorded on purpose ranks about like a preference the user stated
 HOOK_CONTEXT_CHARS = 10_000  # Claude Code passes ~10K characters whole and cuts larger to a preview
 
 
@@ -345,21 +349,38 @@ class ProjectMemory:
         return store_mod.recover(self.context_dir)
 
     # -- facts --------------------------------------------------------------------
-    def add_fact(self, text, kind, *, importance=0.9, priority=5.0, source="mcp"):
-        """Record a fact on purpose: a message of the last session plus its fact, tagged *kind*.
+    def add_fact(self, text, kind, *, session=None, source="mcp"):
+        """Record *text* as a fact of *kind* on purpose: (known, message id, stored text).
 
-        Returns (message id, fact id). A statement already kept as a fact is re-tagged
-        rather than stored twice.
+        The fact is stored as a system message (importance 0.9) in *session*, else the
+        latest session (a handoff of the conversation going on then packs it), redacted
+        like every write; its facts get *kind* as their tag and at least the priority of
+        a preference the user stated. A statement that is a live fact already is not
+        stored again: that fact is re-tagged and ``known`` is true (its message id given).
         """
-        from ctxd.memory import engine
+        from ctxd.memory import engine, facts
 
+        if kind not in FACT_KINDS:
+            raise CtxdError(f"kind must be one of {', '.join(FACT_KINDS)} (got {kind!r})", ExitCode.USAGE)
+        text = " ".join(text.split())
+        if not text:
+            raise CtxdError("refusing to record an empty fact", ExitCode.USAGE)
+        if len(text) > FACT_MAX:
+            raise CtxdError(f"a fact is one statement of at most {FACT_MAX} characters (got {len(text)}); "
+                            "split it, or keep the detail in the conversation", ExitCode.USAGE)
         store = self.store()
+        engine.refresh_facts(store)
+        redacted = store.prepare(text)[0]
         with store.transaction():
-            session = store.last_session() or source
-            mid = store.add("system", text, session=session, source=source, importance=importance)
-            fid = engine.keep_fact(store, mid, kind, priority)
-        self.changed()
-        return mid, fid
+            known = store.live_fact_with_norm(facts.normalize(redacted))
+            if known is not None:  # the same statement is a live fact already: keep the first, with this kind
+                store.promote_fact(known["id"], kind, FACT_PRIORITY)
+                return True, known["msg_id"], redacted
+            mid = store.add("system", text, session=session or store.last_session() or source, source=source,
+                            importance=FACT_IMPORTANCE)
+            engine.keep_fact(store, mid, kind, FACT_PRIORITY)
+        self.write_context_file()
+        return False, mid, store.get(mid).content
 
     def facts(self, limit=400):
         from ctxd.memory import engine

@@ -439,9 +439,6 @@ class Store(FactsTables, TasksTables, ConceptsTables):
         row = self.db.execute("SELECT session FROM messages ORDER BY id DESC LIMIT 1").fetchone()
         return row[0] if row else None
 
-    def has_session(self, session):
-        return self.db.execute("SELECT 1 FROM messages WHERE session = ? LIMIT 1", (session,)).fetchone() is not None
-
     def sessions(self):
         return [r[0] for r in self.db.execute(
             "SELECT session FROM messages GROUP BY session ORDER BY max(id) DESC").fetchall()]
