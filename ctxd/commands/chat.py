@@ -10,26 +10,10 @@ from ctxd.errors import CtxdError, ExitCode
 from ctxd.isotime import format_minute, parse_when
 
 
-def _project():
-    from ctxd.memory.project import locate
+def _memory(redact=True):
+    from ctxd.memory.core import ProjectMemory
 
-    return locate()
-
-
-def _open(redact=True, create=True):
-    from ctxd.memory.project import open_store
-
-    p = _project()
-    return p, open_store(p, redact=redact, create=create)
-
-
-def rerender(store, project):
-    """context.md now; LLM summaries (when configured) in a detached background job."""
-    from ctxd.memory import render, summarizer
-
-    path = render.write(store, project.root)
-    summarizer.spawn_refresh(project, store)
-    return path
+    return ProjectMemory.at(redact=redact)
 
 
 def _line(m, width=None):
@@ -37,7 +21,8 @@ def _line(m, width=None):
     text = m.content.replace("\n", " ⏎ ")
     if width and len(text) > width:
         text = text[: width - 1] + "…"
-    return f"#{m.id:<6} {when} {m.role:<9} {m.source:<7} {text}"
+    kind = m.kind + (f":{m.tool or m.subtype}" if (m.tool or m.subtype) else "")
+    return f"#{m.id:<6} {when} {kind:<18} {m.source:<7} {text}"
 
 
 @click.group()
@@ -58,13 +43,9 @@ def add(text, role, importance, session, source, no_redact):
         if text is None and sys.stdin.isatty():
             raise CtxdError("give the message as TEXT, or pipe it on standard input", ExitCode.USAGE)
         text = sys.stdin.read()
-    if not text.strip():
-        raise CtxdError("refusing to store an empty message", ExitCode.USAGE)
-    p, store = _open(redact=not no_redact)
-    with store:
-        mid = store.add(role, text, session=session or os.environ.get("CTXD_SESSION") or "cli",
-                        source=source, importance=importance)
-        rerender(store, p)
+    with _memory(redact=not no_redact) as mem:
+        mid = mem.add(role, text, session=session or os.environ.get("CTXD_SESSION") or "cli", source=source,
+                      importance=importance)
     click.echo(mid)
 
 
@@ -74,18 +55,9 @@ def add(text, role, importance, session, source, no_redact):
 @click.option("--json", "json_", is_flag=True, help="One JSON object per line.")
 def log(limit, session, json_):
     """Show the latest messages, oldest first."""
-    _p, store = _open(create=False) if _exists() else (None, None)
-    if store is None:
-        return
-    with store:
-        for m in store.recent(limit, session=session):
+    with _memory() as mem:
+        for m in mem.recent(limit, session=session):
             click.echo(json.dumps(m.to_json(), ensure_ascii=False) if json_ else _line(m, 160))
-
-
-def _exists():
-    from ctxd.memory.store import DB_NAME
-
-    return os.path.exists(os.path.join(_project().context_dir, DB_NAME))
 
 
 @chat.command()
@@ -94,11 +66,8 @@ def _exists():
 @click.option("--json", "json_", is_flag=True)
 def search(query, limit, json_):
     """Full-text search of the project's conversation (any language), newest first."""
-    if not _exists():
-        return
-    _p, store = _open(create=False)
-    with store:
-        for m in store.search(query, limit):
+    with _memory() as mem:
+        for m in mem.search(query, limit):
             click.echo(json.dumps(m.to_json(), ensure_ascii=False) if json_ else _line(m, 160))
 
 
@@ -107,19 +76,8 @@ def search(query, limit, json_):
 @click.option("--range", "range_", default=None, help="Characters a:b (Python slice style, either side optional).")
 def output(mid, range_):
     """Print the full text of message ID (an offloaded output in full)."""
-    _p, store = _open(create=False)
-    with store:
-        m = store.get(mid)
-    if m is None:
-        raise CtxdError(f"no message #{mid}", ExitCode.NOT_FOUND)
-    if m.output_path:
-        try:
-            with open(m.output_path, encoding="utf-8", errors="replace") as f:
-                text = f.read()
-        except FileNotFoundError:
-            raise CtxdError(f"the offloaded output of #{mid} is missing: {m.output_path}", ExitCode.NOT_FOUND) from None
-    else:
-        text = m.content
+    with _memory() as mem:
+        text = mem.output(mid)
     if range_:
         a, sep, b = range_.partition(":")
         try:
@@ -146,11 +104,9 @@ def forget(mid, before, session, everything, yes):
         if not sys.stdin.isatty():
             raise CtxdError("--all deletes the whole conversation; add --yes to confirm", ExitCode.USAGE)
         click.confirm("Delete every message of this project?", abort=True)
-    p, store = _open(create=False)
-    with store:
-        n = store.forget(mid=mid, before=parse_when(before) if before else None, session=session,
-                         everything=everything)
-        rerender(store, p)
+    with _memory() as mem:
+        n = mem.forget(mid=mid, before=parse_when(before) if before else None, session=session,
+                       everything=everything)
     click.echo(f"ctxd: forgot {n} message{'s' if n != 1 else ''}")
 
 
@@ -158,20 +114,30 @@ def forget(mid, before, session, everything, yes):
 @click.option("--format", "fmt", type=click.Choice(["jsonl", "markdown"]), default="jsonl", show_default=True)
 @click.option("--session", default=None)
 def export_(fmt, session):
-    """Print the whole conversation (jsonl: OpenAI-style messages, one a line)."""
-    if not _exists():
-        return
-    _p, store = _open(create=False)
-    with store:
-        for m in store.iter_all(session=session):
+    """Print the whole conversation (jsonl: one message a line, with its kind and fields).
+
+    jsonl carries everything the store knows of a message (kind, tool, call id,
+    subtype, data), so `ctxd chat import` of it into another project is lossless.
+    """
+    with _memory() as mem:
+        for m in mem.iter_all(session=session):
             if fmt == "jsonl":
-                obj = {"role": m.role, "content": m.content, "session": m.session, "source": m.source,
-                       "time": m.to_json()["time"], "importance": m.importance}
-                if m.output_path:
-                    obj["output_path"] = m.output_path
-                click.echo(json.dumps(obj, ensure_ascii=False))
+                click.echo(json.dumps(export_record(m), ensure_ascii=False))
             else:
-                click.echo(f"### {m.role} · {m.to_json()['time']} · {m.source}\n\n{m.content}\n")
+                click.echo(f"### {m.role} · {m.kind} · {m.to_json()['time']} · {m.source}\n\n{m.content}\n")
+
+
+def export_record(m):
+    """One exported jsonl line: OpenAI-style role/content plus the typed fields ctxd keeps."""
+    obj = {"role": m.role, "content": m.content, "kind": m.kind, "session": m.session, "source": m.source,
+           "time": m.to_json()["time"], "importance": m.importance}
+    for k in ("tool", "call_id", "subtype", "data", "dedup"):
+        v = getattr(m, k)
+        if v is not None:
+            obj[k] = v
+    if m.output_path:
+        obj["output_path"] = m.output_path
+    return obj
 
 
 @chat.command()
@@ -180,22 +146,16 @@ def refresh():
 
     Run in the background after each recorded turn; safe to run by hand.
     """
-    from ctxd.memory import engine, summarizer
-
-    p, store = _open(create=False)
-    with store:
-        n = engine.refresh_facts(store)
-        status = summarizer.refresh(store, p.config)
+    with _memory() as mem:
+        n, status = mem.refresh()
     click.echo(f"ctxd: {n} new messages read for facts; summarizer: {status}")
 
 
 @chat.command()
 def recover():
     """Salvage a damaged store: move it aside, copy every readable message into a new one."""
-    from ctxd.memory import store as store_mod
-
-    p = _project()
-    n, lost, backup = store_mod.recover(p.context_dir)
+    with _memory() as mem:
+        n, lost, backup = mem.recover()
     click.echo(f"ctxd: recovered {n} messages into a new store; {lost} unreadable; the damaged file is kept "
                f"as {backup}")
 
