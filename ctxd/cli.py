@@ -1,8 +1,12 @@
-"""The ctxd command line: the root click group and the one error boundary.
+"""The ctxd command line: the root click group, where every command is registered.
 
-Library code raises ``CtxdError``; here it becomes ``ctxd: <message>`` on
-stderr and the error's exit code (see README "Exit codes"). Anything else is
-a bug: one line on stderr, the traceback in the log file, exit 1.
+Library code raises ``CtxdError``; the root group hands whatever a command
+raises to ``ctxd.boundary.cli_exit``: ``ctxd: <message>`` on stderr and the
+error's exit code (see README "Exit codes"); anything else is a bug: one line
+on stderr, the traceback in the log file, exit 1.
+
+Commands never import each other: groups and their subcommands from other
+modules are put together here.
 """
 
 import sys
@@ -10,7 +14,7 @@ import sys
 import click
 
 from ctxd import __version__
-from ctxd.errors import CtxdError, ExitCode
+from ctxd.boundary import cli_exit
 
 
 class CtxdGroup(click.Group):
@@ -18,22 +22,9 @@ class CtxdGroup(click.Group):
         try:
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
-            raise
-        except CtxdError as e:
-            click.echo(f"ctxd: {e.message}", err=True)
-            sys.exit(e.exit_code)
-        except KeyboardInterrupt:
-            click.echo("ctxd: interrupted", err=True)
-            sys.exit(130)
-        except BrokenPipeError:
-            sys.exit(ExitCode.OK)
-        except Exception as e:  # a bug: never a traceback for the user
-            from ctxd._entry import _log_exception
-
-            log = _log_exception("cli")
-            where = f" (details in {log})" if log else ""
-            click.echo(f"ctxd: internal error: {e.__class__.__name__}: {e}{where}", err=True)
-            sys.exit(ExitCode.ERROR)
+            raise  # click's own: usage errors (exit 2), --help, Ctrl-C at a prompt
+        except (Exception, KeyboardInterrupt) as e:  # the boundary: one line, never a traceback
+            sys.exit(cli_exit(e, "cli"))
 
 
 @click.group(cls=CtxdGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -43,37 +34,18 @@ def cli():
 
 
 def _register():
-    from ctxd.commands import chat, context, export, hook, rcfile, setup, show, task, trust
-    from ctxd.commands import handoff
+    from ctxd.commands import chat, chat_hooks, chat_import, context, export, handoff, hook, rcfile, setup, show
+    from ctxd.commands import completion, doctor, mcp as mcp_cmd, paths as paths_cmd, task, teach as teach_cmd
+    from ctxd.commands import trust
 
-    cli.add_command(task.task)
-    cli.add_command(chat.chat)
-    cli.add_command(context.context)
-    cli.add_command(handoff.handoff)
-    cli.add_command(trust.allow)
-    cli.add_command(trust.deny)
-    cli.add_command(rcfile.init)
-    cli.add_command(rcfile.edit)
-    cli.add_command(rcfile.status)
-    cli.add_command(setup.setup)
-    cli.add_command(hook.hook)
-    cli.add_command(export.export)
-    cli.add_command(show.show)
-
-    from ctxd.commands import teach as teach_cmd
-
-    cli.add_command(teach_cmd.teach)
-    cli.add_command(teach_cmd.review)
-
-    from ctxd.commands import completion, doctor, paths as paths_cmd
-
-    cli.add_command(completion.completion)
-    cli.add_command(doctor.doctor)
-    cli.add_command(paths_cmd.paths)
-
-    from ctxd.commands import mcp as mcp_cmd
-
-    cli.add_command(mcp_cmd.mcp)
+    chat.chat.add_command(chat_hooks.hook)
+    chat.chat.add_command(chat_hooks.install)
+    chat.chat.add_command(chat_import.import_cmd)
+    for command in (task.task, chat.chat, context.context, handoff.handoff, trust.allow, trust.deny,
+                    rcfile.init, rcfile.edit, rcfile.status, setup.setup, hook.hook, export.export, show.show,
+                    teach_cmd.teach, teach_cmd.review, completion.completion, doctor.doctor, paths_cmd.paths,
+                    mcp_cmd.mcp):
+        cli.add_command(command)
 
 
 _register()

@@ -2,17 +2,16 @@
 
 ``ctxd chat hook TOOL`` is normally dispatched by ``ctxd._entry`` before click
 is imported (it runs on every prompt); this click command is the same code,
-reached through ``python -m ctxd`` or ``--help``.
+reached through ``python -m ctxd`` or ``--help``. Both are subcommands of
+``ctxd chat``; ``ctxd.cli`` adds them to that group.
 """
 
 import sys
 
 import click
 
-from ctxd.commands.chat import chat
 
-
-@chat.command(context_settings={"ignore_unknown_options": True})
+@click.command(context_settings={"ignore_unknown_options": True})
 @click.argument("tool", required=False)
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def hook(tool, args):
@@ -32,7 +31,7 @@ def hook(tool, args):
     sys.exit(main([tool, *args]))
 
 
-@chat.command()
+@click.command()
 @click.argument("tool", type=click.Choice(["claude", "gemini", "codex", "agents-md", "claude-md", "gemini-md"]))
 @click.option("--project", "scope", flag_value="project", default=True,
               help="The project's settings (<root>/.claude/settings.json, .gemini/settings.json, "

@@ -1,4 +1,7 @@
-"""ctxd chat import: bring conversations other AI CLIs recorded into the project's store."""
+"""ctxd chat import: bring conversations other AI CLIs recorded into the project's store.
+
+A subcommand of ``ctxd chat`` (``ctxd.cli`` adds it to that group).
+"""
 
 import os
 import sys
@@ -43,12 +46,12 @@ def import_cmd(files, fmt, session, no_redact):
     Importing a file again adds only what is new. Malformed lines are skipped
     and reported with their line numbers.
     """
-    from ctxd.commands.chat import _open, rerender
+    from ctxd.memory.core import ProjectMemory
 
-    p, store = _open(redact=not no_redact)
     bar = sys.stderr.isatty()
     status = 0
-    with store:
+    with ProjectMemory.at(redact=not no_redact) as mem:
+        store = mem.store()
         try:
             for path in files:
                 try:
@@ -70,6 +73,6 @@ def import_cmd(files, fmt, session, no_redact):
                 if r.malformed:
                     click.echo(f"ctxd: {r.malformed_message(path)}", err=True)
         finally:
-            rerender(store, p)
+            mem.changed()  # context.md once for every file; summaries in the background
     if status:
         raise click.exceptions.Exit(status)

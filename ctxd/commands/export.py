@@ -7,8 +7,8 @@ def export(shell):
     """Print shell code moving this shell to the environment for $PWD.
 
     Prints nothing when nothing changed. The hooks call this (without
-    loading this command line: see ctxd/_entry.py).
+    loading this command line: see ctxd/export_entry.py).
     """
-    from ctxd._entry import export_main
+    from ctxd.export_entry import export_main
 
     export_main([shell])
