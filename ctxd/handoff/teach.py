@@ -236,7 +236,7 @@ def _fold(s):
     return " ".join(str(s).split()).casefold()
 
 
-def _matches(needle, hay):
+def matches(needle, hay):
     """*needle* names *hay*: it is a part of it (case and spacing aside)."""
     n, h = _fold(needle), _fold(hay)
     return bool(n) and n in h
@@ -332,7 +332,7 @@ def build_prompt(archive, topic=None, focus=None, user_input=None, knowledge=Non
     title = _one_line(t.get("title") or "", 160)
     topic = _one_line(topic, 160) if isinstance(topic, str) and topic.strip() else None
     focus = _one_line(focus, 160) if isinstance(focus, str) and focus.strip() else None
-    if topic and title and _matches(topic, title):
+    if topic and title and matches(topic, title):
         topic = None  # it only named the archive ("Rust" for "Rust ownership")
     heading = topic or title or (focus or "?")
     out = [L["title"].format(topic=heading)]
@@ -365,9 +365,9 @@ def build_prompt(archive, topic=None, focus=None, user_input=None, knowledge=Non
 
     # what the learner knows (narrowed by the focus)
     points = _points(archive, knowledge)
-    focused = [x for x in points if focus and _matches(focus, x[0])] if focus else points
+    focused = [x for x in points if focus and matches(focus, x[0])] if focus else points
     in_archive = bool(focused) or (focus is not None and any(
-        _matches(focus, x) for x in [sub, in_progress, title] + list(p.get("next_up") or [])
+        matches(focus, x) for x in [sub, in_progress, title] + list(p.get("next_up") or [])
         + list(p.get("completed") or []) if isinstance(x, str)))
     scope = focused if focus else points
     if scope:

@@ -454,3 +454,41 @@ class ProjectMemory:
                              source="teach", importance=0.4)
             self.write_context_file()
         return prompt
+
+    def find_archive(self, ref=None, topic=None, hint=""):
+        """(id, archive): --from REF (a file, an archive id or a session id), else the newest
+        archive about TOPIC, else the newest. NotFoundError names the recent ones."""
+        from ctxd.handoff import select
+
+        return select.find_archive(self.context_dir, ref, topic, hint)
+
+    def review_due(self, now):
+        """What is due for review at *now* (the recent archives' key points applied first):
+        the knowledge records, each with ``weak`` [(prerequisite, mastery)]."""
+        from ctxd.handoff import archive, knowledge, select
+
+        if not self.exists() and not archive.recent(self.context_dir, n=1):
+            return []  # nothing recorded, nothing archived: no store is created to say so
+        store = self.store()
+        select.seed(store, self.context_dir)
+        return [dict(r, weak=knowledge.weak_prerequisites(store, r["name"])) for r in knowledge.due(store, now)]
+
+    def practice(self, concept, score, *, error=False):
+        """Record one practice of *concept*: (the record before or None, the record after)."""
+        from ctxd.handoff import knowledge
+
+        if not concept.strip():
+            raise CtxdError("a concept needs a name", ExitCode.USAGE)
+        store = self.store()
+        before = knowledge.get(store, concept)
+        return before, knowledge.practice(store, concept, score, error=error)
+
+    def set_prerequisites(self, concept, prerequisites):
+        """Set *concept*'s prerequisites: (its record, its weak prerequisites)."""
+        from ctxd.handoff import knowledge
+
+        if not concept.strip():
+            raise CtxdError("a concept needs a name", ExitCode.USAGE)
+        store = self.store()
+        rec = knowledge.set_prerequisites(store, concept, prerequisites)
+        return rec, knowledge.weak_prerequisites(store, concept)
