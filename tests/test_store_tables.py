@@ -181,7 +181,7 @@ def test_real_transcript_facts_do_not_depend_on_the_batch_size(tmp_path):
     assert results[0] and results[0] == results[1]
 
 
-def test_keep_fact_and_the_connection_shim(store):
+def test_keep_fact_and_merge_fact(store):
     mid = store.add("system", "Release notes go in CHANGES.md, never in the README.")
     fid = engine.keep_fact(store, mid, "requirement", 5.0)
     [row] = [r for r in store.live_facts(10) if r["id"] == fid]
@@ -193,13 +193,13 @@ def test_keep_fact_and_the_connection_shim(store):
     # the same text again is the same live fact, re-tagged, not a second one
     mid3 = store.add("system", "ok so we ship it")
     assert engine.keep_fact(store, mid3, "requirement", 6.0) == fid2 and store.message_fact_ids(mid3) == []
-    # _merge(db, ...) (the MCP server's old call) writes through the same methods
+    # merge_fact: an exact repeat of a live fact is not stored again
     msg = {"id": mid3, "ts": 1.0, "role": "system"}
-    new = engine._merge(store.db, msg, "constraint", "constraint", "Do not use MongoDB.",
-                        facts_mod.normalize("Do not use MongoDB."), "", 5.0)
+    new = engine.merge_fact(store, msg, "constraint", "constraint", "Do not use MongoDB.",
+                            facts_mod.normalize("Do not use MongoDB."), "", 5.0)
     assert store.message_fact_ids(mid3) == [new]
-    assert engine._merge(store.db, msg, "constraint", "constraint", "Do not use MongoDB!",
-                         facts_mod.normalize("Do not use MongoDB!"), "", 5.0) is None
+    assert engine.merge_fact(store, msg, "constraint", "constraint", "Do not use MongoDB!",
+                             facts_mod.normalize("Do not use MongoDB!"), "", 5.0) is None
 
 
 def test_terms_is_public():

@@ -175,16 +175,6 @@ def merge_fact(store, msg, tag, kinds, text, norm, topic, prio):
     return new_id
 
 
-def _merge(db, msg, tag, kinds, text, norm, topic, prio):
-    """merge_fact over a bare connection: kept only until ctxd.integrations.mcp_server
-    calls merge_fact (or keep_fact) with its store; do not use in new code."""
-    from ctxd.memory.store_facts import FactsTables
-
-    view = FactsTables()
-    view.db = db
-    return merge_fact(view, msg, tag, kinds, text, norm, topic, prio)
-
-
 def keep_fact(store, msg_id, tag, priority):
     """Make message *msg_id*, a statement recorded on purpose (e.g. over MCP), a fact tagged
     *tag* with at least *priority*; return the id of that fact.
