@@ -12,6 +12,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # this checkout's ctxd, even when not installed
 
+from ctxd.cli import cli  # noqa: E402
 from ctxd.commands.completion import FILES, source  # noqa: E402
 
 
@@ -19,7 +20,7 @@ def main():
     for shell, name in FILES.items():
         path = os.path.join(HERE, name)
         with open(path, "w", encoding="utf-8", newline="\n") as f:
-            f.write(source(shell))
+            f.write(source(shell, cli))
         print(f"wrote {os.path.relpath(path)}")
 
 

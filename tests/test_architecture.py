@@ -9,6 +9,7 @@ Each failure lists every violation with its file and line.
 """
 
 import ast
+import builtins
 import os
 from pathlib import Path
 
@@ -374,3 +375,55 @@ def test_a_package_init_importing_a_submodule_is_an_edge(fake_module):
     assert "ctxd.zz_pkg.zz_mod" in graph["ctxd.zz_pkg"]
     assert any({"ctxd.zz_pkg", "ctxd.zz_pkg.zz_mod"} <= comp for _p, comp in find_cycles(graph))
 
+
+
+BUILTIN_EXCEPTIONS = {name for name, v in vars(builtins).items()
+                      if isinstance(v, type) and issubclass(v, BaseException)}
+
+
+def exception_classes():
+    """{class name: (module, node, base names)} for every class ctxd defines (bases by their last name)."""
+    out = {}
+    for name in SOURCES:
+        for node in ast.walk(TREES[name]):
+            if isinstance(node, ast.ClassDef):
+                bases = [b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "") for b in node.bases]
+                out.setdefault(node.name, (name, node, bases))
+    return out
+
+
+def non_domain_errors(classes):
+    """Public exception classes whose ancestry reaches a builtin exception but not CtxdError."""
+
+    def roots(cls, seen=()):
+        if cls == "CtxdError":
+            return {"CtxdError"}
+        if cls in BUILTIN_EXCEPTIONS:
+            return {cls}
+        if cls not in classes or cls in seen:
+            return set()
+        return set().union(*(roots(b, seen + (cls,)) for b in classes[cls][2]))
+
+    found = []
+    for cls, (name, node, bases) in sorted(classes.items()):
+        r = roots(cls)
+        if cls != "CtxdError" and r and "CtxdError" not in r and not cls.startswith("_"):
+            found.append(f"{where(name, node)}: {cls}({', '.join(bases)})")
+    return found
+
+
+def test_every_error_ctxd_raises_for_users_is_a_ctxd_error():
+    """One base, so every protocol (CLI, export, hooks, MCP) maps a domain error the same way
+    (ctxd.boundary); private control-flow exceptions (``_Rescan``) are not for users."""
+    found = non_domain_errors(exception_classes())
+    assert not found, "exception classes that do not derive from ctxd.errors.CtxdError:\n  " + "\n  ".join(found)
+
+
+def test_the_error_check_rejects_a_plain_exception(fake_module):
+    fake_module("ctxd.zz_err", "from ctxd.errors import CtxdError\n"
+                               "class Fine(CtxdError): pass\n"
+                               "class AlsoFine(Fine): pass\n"
+                               "class Bad(ValueError): pass\n"
+                               "class _Private(Exception): pass\n")
+    found = non_domain_errors(exception_classes())
+    assert [f for f in found if "zz_err" in f] == ["ctxd/zz_err.py:4: Bad(ValueError)"]

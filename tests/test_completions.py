@@ -48,7 +48,7 @@ def test_committed_script_is_current(shell):
     assert os.path.isfile(path), f"completions/{FILES[shell]} is missing; generate it: {REGENERATE}"
     with open(path, encoding="utf-8") as f:
         committed = f.read()
-    assert committed == source(shell), (
+    assert committed == source(shell, cli), (
         f"completions/{FILES[shell]} is stale (it differs from `ctxd completion {shell}`); "
         f"regenerate it: {REGENERATE}")
 

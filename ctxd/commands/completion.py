@@ -69,18 +69,17 @@ class CtxdFishComplete(FishComplete):
 add_completion_class(CtxdFishComplete, "fish")
 
 
-def source(shell):
-    """The completion script for *shell*, exactly as `ctxd completion SHELL` prints it."""
+def source(shell, app):
+    """The completion script of the click command *app* (ctxd.cli.cli) for *shell*, exactly as
+    `ctxd completion SHELL` prints it. The app is passed in: ctxd.cli registers this command."""
     from click.shell_completion import get_completion_class
-
-    from ctxd.cli import cli
 
     cls = get_completion_class(shell)
     if cls is None:  # pragma: no cover - click knows all three
         from ctxd.errors import UsageError
 
         raise UsageError(f"click has no completion for {shell!r}")
-    text = cls(cli, {}, PROG, COMPLETE_VAR).source()
+    text = cls(app, {}, PROG, COMPLETE_VAR).source()
     return text if text.endswith("\n") else text + "\n"
 
 
@@ -100,4 +99,4 @@ def completion(shell):
         from ctxd.commands.hook import detect_shell
 
         shell = detect_shell()
-    click.echo(source(shell), nl=False)
+    click.echo(source(shell, click.get_current_context().find_root().command), nl=False)
