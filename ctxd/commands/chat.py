@@ -158,16 +158,3 @@ def recover():
         n, lost, backup = mem.recover()
     click.echo(f"ctxd: recovered {n} messages into a new store; {lost} unreadable; the damaged file is kept "
                f"as {backup}")
-
-
-
-
-def _register():
-    """Subcommands that live in their own modules: import, hook, install."""
-    from ctxd.commands import chat_hooks  # noqa: F401  (registers `chat hook` and `chat install`)
-    from ctxd.commands.chat_import import import_cmd
-
-    chat.add_command(import_cmd)
-
-
-_register()
