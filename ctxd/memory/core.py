@@ -29,6 +29,7 @@ import contextlib
 import os
 
 from ctxd.errors import CtxdError, ExitCode, NotFoundError
+from ctxd.memory.layout import MemoryPaths
 
 DEFAULT_BUDGET = 8000
 FACT_KINDS = ("preference", "requirement", "background", "todo")
@@ -40,31 +41,6 @@ HOOK_CONTEXT_CHARS = 10_000  # Claude Code passes ~10K characters whole and cuts
 
 class NoStore(NotFoundError):
     """Nothing was recorded for the project yet."""
-
-
-class MemoryPaths:
-    """Where a project's memory lives (all under its context directory)."""
-
-    __slots__ = ("context_dir", "store", "outputs", "context_file", "context_lock", "cache", "decisions",
-                 "llm_summary", "summarizer_status", "handoffs")
-
-    def __init__(self, context_dir):
-        from ctxd.memory import store as store_mod
-
-        j = os.path.join
-        self.context_dir = context_dir
-        self.store = j(context_dir, store_mod.DB_NAME)
-        self.outputs = j(context_dir, store_mod.OUTPUTS)
-        self.context_file = j(context_dir, "context.md")
-        self.context_lock = j(context_dir, ".context.lock")
-        self.cache = j(context_dir, "cache")
-        self.decisions = j(context_dir, "decisions.jsonl")
-        self.llm_summary = j(context_dir, "cache", "llm-summary.json")
-        self.summarizer_status = j(context_dir, "cache", "summarizer-status.json")
-        self.handoffs = j(context_dir, "handoffs")
-
-    def to_json(self):
-        return {k: getattr(self, k) for k in self.__slots__}
 
 
 class ProjectMemory:

@@ -4,13 +4,13 @@ Any AI CLI that reads files can read it. Re-rendered after every change,
 under a lock, atomically, so concurrent writers never leave a torn file.
 """
 
-import fcntl
 import os
 import time
 
-from ctxd.activation.fileio import atomic_write
+from ctxd.activation.fileio import atomic_write, locked
+from ctxd.memory.layout import MemoryPaths
 
-FILENAME = "context.md"
+FILENAME = "context.md"  # MemoryPaths.context_file
 REFRESH_LIMIT = 2000  # messages whose facts one render may extract
 TOTAL_CHARS = 12000
 
@@ -54,13 +54,8 @@ def render(store, root, max_chars=TOTAL_CHARS):
 
 
 def write(store, root):
-    """Re-render context.md under a lock; returns its path."""
-    path = os.path.join(store.dir, FILENAME)
-    lock = os.path.join(store.dir, ".context.lock")
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        atomic_write(path, render(store, root), mode=0o600)
-    finally:
-        os.close(fd)
-    return path
+    """Re-render context.md under its lock, atomically; returns its path."""
+    paths = MemoryPaths(store.dir)
+    with locked(paths.context_lock):
+        atomic_write(paths.context_file, render(store, root), mode=0o600)
+    return paths.context_file

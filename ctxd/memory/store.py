@@ -21,8 +21,7 @@ from ctxd.memory.store_facts import FactsTables
 from ctxd.memory.store_tasks import TasksTables
 
 ROLES = ("user", "assistant", "system", "tool")
-DB_NAME = "store.db"
-OUTPUTS = "outputs"
+from ctxd.memory.layout import DB_NAME, OUTPUTS  # noqa: F401  (the layout has one home)
 DEFAULT_OFFLOAD = 8192  # characters
 PREVIEW_HEAD = 1000
 PREVIEW_TAIL = 1000

@@ -15,14 +15,14 @@ extractive summary: nothing is lost and nothing waits. Facts are extracted
 separately, so a summariser that drops a number cannot lose it.
 """
 
-import fcntl
 import json
 import os
 import shlex
 import subprocess
 import time
 
-from ctxd.activation.fileio import atomic_write
+from ctxd.activation.fileio import Busy, atomic_write, locked
+from ctxd.memory.layout import MemoryPaths
 
 CHUNK = 12000
 OVERLAP = 0.1
@@ -46,7 +46,7 @@ def settings(config):
 
 
 def cache_path(context_dir):
-    return os.path.join(context_dir, "cache", "llm-summary.json")
+    return MemoryPaths(context_dir).llm_summary
 
 
 def load(context_dir):
@@ -93,43 +93,42 @@ def refresh(store, config):
     s = settings(config)
     if s is None:
         return "no summarizer configured"
-    lock_path = os.path.join(store.dir, ".summary.lock")
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return "another refresh is running"
-        recent = store.recent(KEEP_RECENT)
-        if not recent:
-            return "nothing to summarise"
-        upto = recent[0].id - 1
-        have = load(store.dir)
-        if have and have.get("upto", 0) >= upto:
-            return "summary is current"
-        older = [m for m in store.iter_all() if m.id <= upto]
-        parts = []
-        try:
-            for first, last, text in chunks(older):
-                parts.append(run(s["command"], PROMPT + text, s["timeout"]))
-        except (OSError, RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
-            reason = "timed out" if isinstance(e, subprocess.TimeoutExpired) else str(e)
-            _status(store.dir, f"summarizer failed ({reason}); the extractive summary is used")
-            return f"failed: {reason}"
-        current = load(store.dir)
-        if current and current.get("upto", 0) >= upto:  # a newer job finished first
-            return "a newer summary exists"
-        atomic_write(cache_path(store.dir), json.dumps({"upto": upto, "time": time.time(),
-                                                        "text": "\n\n".join(parts)}, ensure_ascii=False))
-        _status(store.dir, "ok")
-        return "ok"
-    finally:
-        os.close(fd)
+        with locked(MemoryPaths(store.dir).summary_lock, blocking=False):
+            return _summarise(store, s)
+    except Busy:
+        return "another refresh is running"
+
+
+def _summarise(store, s):
+    recent = store.recent(KEEP_RECENT)
+    if not recent:
+        return "nothing to summarise"
+    upto = recent[0].id - 1
+    have = load(store.dir)
+    if have and have.get("upto", 0) >= upto:
+        return "summary is current"
+    older = [m for m in store.iter_all() if m.id <= upto]
+    parts = []
+    try:
+        for first, last, text in chunks(older):
+            parts.append(run(s["command"], PROMPT + text, s["timeout"]))
+    except (OSError, RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
+        reason = "timed out" if isinstance(e, subprocess.TimeoutExpired) else str(e)
+        _status(store.dir, f"summarizer failed ({reason}); the extractive summary is used")
+        return f"failed: {reason}"
+    current = load(store.dir)
+    if current and current.get("upto", 0) >= upto:  # a newer job finished first
+        return "a newer summary exists"
+    atomic_write(cache_path(store.dir), json.dumps({"upto": upto, "time": time.time(),
+                                                    "text": "\n\n".join(parts)}, ensure_ascii=False))
+    _status(store.dir, "ok")
+    return "ok"
 
 
 def _status(context_dir, text):
     try:
-        atomic_write(os.path.join(context_dir, "cache", "summarizer-status.json"),
+        atomic_write(MemoryPaths(context_dir).summarizer_status,
                      json.dumps({"time": time.time(), "status": text}))
     except OSError:
         pass
@@ -137,7 +136,7 @@ def _status(context_dir, text):
 
 def last_status(context_dir):
     try:
-        with open(os.path.join(context_dir, "cache", "summarizer-status.json"), encoding="utf-8") as f:
+        with open(MemoryPaths(context_dir).summarizer_status, encoding="utf-8") as f:
             return json.load(f).get("status")
     except (OSError, ValueError):
         return None

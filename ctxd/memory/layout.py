@@ -1,0 +1,43 @@
+"""Where a project's memory lives: the layout of its context directory, in one place.
+
+    <context dir>/
+      store.db (+ -wal, -shm)   the conversation store (SQLite, 0600)
+      outputs/<sha>.txt         huge tool outputs, offloaded behind a preview
+      context.md                the rendered context AI CLIs read (.context.lock guards it)
+      decisions.jsonl           every mode decision of the context engine
+      cache/                    summaries by range, the LLM summary and its status
+      handoffs/                 versioned handoff archives and their index
+      .summary.lock             one background summarizer at a time
+
+ProjectMemory.paths is the instance every caller uses; the store, render,
+summarizer and engine modules take their file names from here.
+"""
+
+import os
+
+DB_NAME = "store.db"
+OUTPUTS = "outputs"
+
+
+class MemoryPaths:
+    """The files of one context directory (see the module docstring)."""
+
+    __slots__ = ("context_dir", "store", "outputs", "context_file", "context_lock", "cache", "decisions",
+                 "llm_summary", "summarizer_status", "summary_lock", "handoffs")
+
+    def __init__(self, context_dir):
+        j = os.path.join
+        self.context_dir = context_dir
+        self.store = j(context_dir, DB_NAME)
+        self.outputs = j(context_dir, OUTPUTS)
+        self.context_file = j(context_dir, "context.md")
+        self.context_lock = j(context_dir, ".context.lock")
+        self.cache = j(context_dir, "cache")
+        self.decisions = j(context_dir, "decisions.jsonl")
+        self.llm_summary = j(context_dir, "cache", "llm-summary.json")
+        self.summarizer_status = j(context_dir, "cache", "summarizer-status.json")
+        self.summary_lock = j(context_dir, ".summary.lock")
+        self.handoffs = j(context_dir, "handoffs")
+
+    def to_json(self):
+        return {k: getattr(self, k) for k in self.__slots__}
