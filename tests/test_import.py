@@ -12,6 +12,7 @@ import pytest
 
 from ctxd.integrations import importers as im
 from ctxd.integrations.importers import claude_prompt_dedup, import_file, import_transcript
+from ctxd.memory import items
 from ctxd.memory.redact import Redactor
 from ctxd.memory.store import Store
 
@@ -35,7 +36,19 @@ def store(tmp_path):
 
 
 def rows(store):
-    return [(m.role, m.content) for m in store.iter_all()]
+    return [(m.kind, m.content) for m in store.iter_all()]
+
+
+def typed(store, *kinds):
+    """(kind, tool, call_id, subtype, data) of the stored items of those kinds."""
+    return [(m.kind, m.tool, m.call_id, m.subtype, m.data) for m in store.iter_all() if not kinds or m.kind in kinds]
+
+
+def parsed(parser, path):
+    """What a parser yields for *path*: the records, and the line numbers of the malformed lines."""
+    with open(path, "rb") as f:
+        out = list(parser(f, im.Ctx(path)))
+    return [r for r in out if isinstance(r, dict)], [r.line_no for r in out if isinstance(r, im.Malformed)]
 
 
 def llm_db(tmp_path, schema):
@@ -51,23 +64,34 @@ def llm_db(tmp_path, schema):
 # -- the samples, record by record ------------------------------------------------
 
 CLAUDE_ROWS = [
-    ("system", "[summary] Fix the flaky date parser test"),
-    ("user", "The date parser test fails on CI but not locally. 日期解析测试在 CI 上失败了，帮我看看？"),
-    ("assistant", "I'll look at the test first."),
-    ("assistant", '[tool_use Read] {"file_path": "/home/dev/proj/tests/test_dates.py"}'),
-    ("tool", "     1\tdef test_parse():\n     2\t    assert parse('2025-01-01').hour == 0\n"),
-    ("assistant", '[tool_use Bash] {"command": "TZ=UTC pytest tests/test_dates.py -q", '
-                  '"description": "Run the date tests in UTC"}'),
-    ("tool", "[error] FAILED tests/test_dates.py::test_parse - assert 8 == 0\n1 failed in 0.05s"),
-    ("assistant", "The test assumes the local timezone; parse() should return UTC. Shall I fix parse()?"),
-    ("user", "continue"),
-    ("assistant", "Fixed: parse() now attaches timezone.utc."),
-    ("user", "continue"),
-    ("assistant", "All 14 tests pass."),
-    ("system", "[summary] This session is being continued from a previous conversation. Summary: parse() "
-               "returned local time; fixed to UTC; all tests pass."),
-    ("assistant", '[tool_use Bash] {"command": "cat .env"}'),
-    ("tool", f"OPENAI_API_KEY={REDACTED}\nDEBUG=1"),
+    ("summary", "Fix the flaky date parser test"),
+    ("prompt", "The date parser test fails on CI but not locally. 日期解析测试在 CI 上失败了，帮我看看？"),
+    ("reply", "I'll look at the test first."),
+    ("tool_call", "Read /home/dev/proj/tests/test_dates.py"),
+    ("tool_result", "     1\tdef test_parse():\n     2\t    assert parse('2025-01-01').hour == 0\n"),
+    ("tool_call", "Bash: TZ=UTC pytest tests/test_dates.py -q"),
+    ("tool_result", "FAILED tests/test_dates.py::test_parse - assert 8 == 0\n1 failed in 0.05s"),
+    ("reply", "The test assumes the local timezone; parse() should return UTC. Shall I fix parse()?"),
+    ("prompt", "continue"),
+    ("reply", "Fixed: parse() now attaches timezone.utc."),
+    ("prompt", "continue"),
+    ("reply", "All 14 tests pass."),
+    ("summary", "This session is being continued from a previous conversation. Summary: parse() "
+                "returned local time; fixed to UTC; all tests pass."),
+    ("tool_call", "Bash: cat .env"),
+    ("tool_result", f"OPENAI_API_KEY={REDACTED}\nDEBUG=1"),
+]
+CLAUDE_TYPED = [  # the calls and results, with their fields
+    ("tool_call", "Read", "toolu_01Read", None,
+     {"args": {"file_path": "/home/dev/proj/tests/test_dates.py"}, "paths": ["/home/dev/proj/tests/test_dates.py"],
+      "command": None}),
+    ("tool_result", "Read", "toolu_01Read", None, {"is_error": False, "exit_code": None, "size": 73}),
+    ("tool_call", "Bash", "toolu_01Bash", None,
+     {"args": {"command": "TZ=UTC pytest tests/test_dates.py -q", "description": "Run the date tests in UTC"},
+      "paths": [], "command": "TZ=UTC pytest tests/test_dates.py -q"}),
+    ("tool_result", "Bash", "toolu_01Bash", None, {"is_error": True, "exit_code": None, "size": 72}),
+    ("tool_call", "Bash", "toolu_01Env", None, {"args": {"command": "cat .env"}, "paths": [], "command": "cat .env"}),
+    ("tool_result", "Bash", "toolu_01Env", None, {"is_error": False, "exit_code": None, "size": 63}),
 ]
 
 
@@ -75,8 +99,12 @@ def test_claude_transcript(store):
     r = import_file(store, CLAUDE)
     assert r.format == "claude"
     assert rows(store) == CLAUDE_ROWS
+    assert typed(store, "tool_call", "tool_result") == CLAUDE_TYPED
+    assert [(m.kind, m.subtype) for m in store.iter_all() if m.kind == "summary"] == [
+        ("summary", "title"), ("summary", "compaction")]
     assert (r.added, r.present, r.malformed, r.malformed_lines) == (15, 0, 2, [10, 19])
     msgs = list(store.iter_all())
+    assert [m.role for m in msgs] == [items.ROLE_OF[m.kind] for m in msgs]
     assert {m.session for m in msgs} == {CLAUDE_SID}
     assert {m.source for m in msgs} == {"claude"}
     keys = [row[0] for row in store.db.execute("SELECT dedup FROM messages ORDER BY id")]
@@ -92,7 +120,7 @@ def test_claude_subagent_transcript_keeps_its_sidechain_lines(store, tmp_path):
     path = tmp_path / "agent-5f3e2a1b.jsonl"
     shutil.copy(CLAUDE, path)
     import_file(store, str(path))
-    assert ("assistant", "(sub-agent) searching for other local-time uses") in rows(store)
+    assert ("reply", "(sub-agent) searching for other local-time uses") in rows(store)
     assert len(rows(store)) == 16
 
 
@@ -120,15 +148,24 @@ def test_claude_prompt_recorded_by_the_hook_is_not_stored_twice(store):
 
 
 CODEX_ROWS = [
-    ("user", "Add a --dry-run flag to the sync command"),
-    ("assistant", '[tool_call shell] {"command":["bash","-lc","rg -l \'def sync\' src"],"workdir":"/home/dev/proj"}'),
-    ("tool", "src/sync.py\n"),
-    ("assistant", "[tool_call apply_patch] *** Begin Patch\n*** Update File: src/sync.py\n@@\n-def sync(src, dst):\n"
-                  "+def sync(src, dst, dry_run=False):\n*** End Patch\n"),
-    ("tool", "Success. Updated the following files:\nM src/sync.py\n"),
-    ("assistant", "Added `--dry-run`: sync() now lists what it would copy without copying."),
-    ("user", "谢谢，再加一个测试"),
-    ("assistant", "好的，已添加测试 test_sync_dry_run。"),
+    ("prompt", "Add a --dry-run flag to the sync command"),
+    ("tool_call", "shell: rg -l 'def sync' src"),
+    ("tool_result", "src/sync.py\n"),
+    ("tool_call", "apply_patch: Update src/sync.py"),
+    ("tool_result", "Success. Updated the following files:\nM src/sync.py\n"),
+    ("reply", "Added `--dry-run`: sync() now lists what it would copy without copying."),
+    ("prompt", "谢谢，再加一个测试"),
+    ("reply", "好的，已添加测试 test_sync_dry_run。"),
+]
+CODEX_PATCH = "*** Begin Patch\n*** Update File: src/sync.py\n@@\n-def sync(src, dst):\n" \
+              "+def sync(src, dst, dry_run=False):\n*** End Patch\n"
+CODEX_TYPED = [
+    ("tool_call", "shell", "call_Xk3m", None,
+     {"args": {"command": ["bash", "-lc", "rg -l 'def sync' src"], "workdir": "/home/dev/proj"}, "paths": [],
+      "command": "rg -l 'def sync' src"}),
+    ("tool_result", "shell", "call_Xk3m", None, {"is_error": False, "exit_code": 0, "size": 12}),
+    ("tool_call", "apply_patch", "call_P9q2", None, {"args": CODEX_PATCH, "paths": ["src/sync.py"], "command": None}),
+    ("tool_result", "apply_patch", "call_P9q2", None, {"is_error": False, "exit_code": 0, "size": 52}),
 ]
 
 
@@ -142,6 +179,7 @@ def test_codex_rollout(store):
     r = import_file(store, CODEX)
     assert r.format == "codex"
     assert rows(store) == CODEX_ROWS
+    assert typed(store, "tool_call", "tool_result") == CODEX_TYPED
     assert (r.added, r.malformed, r.malformed_lines) == (8, 2, [16, 17])
     assert {m.session for m in store.iter_all()} == {CODEX_SID}
     # in turns with an id, prompts and the turn's last answer get the keys the Codex hooks and notify use
@@ -162,15 +200,22 @@ def test_incremental_codex_keeps_turn_keys(store, tmp_path, cut):
 
 
 GEMINI_ROWS = [
-    ("user", "Why does `make test` hang on macOS?"),
-    ("assistant", "Let me check the Makefile."),
-    ("assistant", '[tool_call read_file] {"absolute_path": "/home/dev/proj/Makefile"}'),
-    ("tool", "test:\n\tpytest -n auto\n"),
-    ("assistant", "`pytest -n auto` starts one worker per core; on macOS the spawn start method makes each import "
-                  "the app, which waits on a lock."),
-    ("user", "用 -n 2 代替 auto 可以吗？"),
-    ("assistant", "可以。`-n 2` 只启动两个进程，不会再卡住。"),
-    ("system", "[error] [API Error: 429 Resource exhausted]"),
+    ("prompt", "Why does `make test` hang on macOS?"),
+    ("reply", "Let me check the Makefile."),
+    ("tool_call", "read_file /home/dev/proj/Makefile"),
+    ("tool_result", "test:\n\tpytest -n auto\n"),
+    ("reply", "`pytest -n auto` starts one worker per core; on macOS the spawn start method makes each import "
+              "the app, which waits on a lock."),
+    ("prompt", "用 -n 2 代替 auto 可以吗？"),
+    ("reply", "可以。`-n 2` 只启动两个进程，不会再卡住。"),
+    ("meta", "[API Error: 429 Resource exhausted]"),
+]
+GEMINI_CALL = "read_file-1759309205000-a1"
+GEMINI_TYPED = [
+    ("tool_call", "read_file", GEMINI_CALL, None,
+     {"args": {"absolute_path": "/home/dev/proj/Makefile"}, "paths": ["/home/dev/proj/Makefile"], "command": None}),
+    ("tool_result", "read_file", GEMINI_CALL, None, {"is_error": False, "exit_code": None, "size": 22}),
+    ("meta", None, None, "error", None),
 ]
 
 
@@ -179,6 +224,7 @@ def test_gemini_session(store):
     assert r.format == "gemini"
     # m2 written three times (upserts) counts once; m4 info and m12 warning skipped; m5, m6 rewound
     assert rows(store) == GEMINI_ROWS
+    assert typed(store, "tool_call", "tool_result", "meta") == GEMINI_TYPED
     assert (r.added, r.malformed, r.malformed_lines) == (8, 2, [15, 16])
     assert {m.session for m in store.iter_all()} == {GEMINI_SID}
     keys = {row[0] for row in store.db.execute("SELECT dedup FROM messages")}
@@ -191,7 +237,7 @@ def test_gemini_rewind_to_an_unknown_id_drops_everything_before(store, tmp_path)
     lines = open(GEMINI, encoding="utf-8").read().splitlines()
     path.write_text("\n".join(lines[:9] + ['{"$rewindTo":"nope"}', lines[12]]) + "\n", encoding="utf-8")
     import_file(store, str(path))
-    assert rows(store) == [("user", "用 -n 2 代替 auto 可以吗？")]
+    assert rows(store) == [("prompt", "用 -n 2 代替 auto 可以吗？")]
 
 
 AIDER_ROWS = [
@@ -218,18 +264,24 @@ def test_aider_history(store):
     r = import_file(store, AIDER)
     assert r.format == "aider"
     assert [(m.session, m.role, m.content) for m in store.iter_all()] == AIDER_ROWS
+    assert [m.kind for m in store.iter_all()] == [items.kind_of_role(role) for _s, role, _c in AIDER_ROWS]
     assert (r.added, r.malformed) == (12, 0)
 
 
 OPENAI_ROWS = [
-    ("system", "You are a terse shell assistant."),
-    ("user", f"How do I list files by size? (my key is {REDACTED}, don't log it)"),
-    ("assistant", "Use `ls -lS`."),
-    ("user", "用中文解释一下"),
-    ("assistant", '[tool_call explain_flag] {"flag":"-S"}'),
-    ("tool", "-S: sort by file size, largest first"),
-    ("assistant", "`ls -lS` 按文件大小从大到小列出文件。"),
-    ("user", "thanks"),  # the last line, without its newline
+    ("meta", "You are a terse shell assistant."),
+    ("prompt", f"How do I list files by size? (my key is {REDACTED}, don't log it)"),
+    ("reply", "Use `ls -lS`."),
+    ("prompt", "用中文解释一下"),
+    ("tool_call", "explain_flag flag=-S"),
+    ("tool_result", "-S: sort by file size, largest first"),
+    ("reply", "`ls -lS` 按文件大小从大到小列出文件。"),
+    ("prompt", "thanks"),  # the last line, without its newline
+]
+OPENAI_TYPED = [
+    ("meta", None, None, "system", None),
+    ("tool_call", "explain_flag", "call_1", None, {"args": {"flag": "-S"}, "paths": [], "command": None}),
+    ("tool_result", None, "call_1", None, {"is_error": False, "exit_code": None, "size": 36}),
 ]
 
 
@@ -237,6 +289,7 @@ def test_openai_jsonl(store):
     r = import_file(store, OPENAI)
     assert r.format == "jsonl"
     assert rows(store) == OPENAI_ROWS
+    assert typed(store, "meta", "tool_call", "tool_result") == OPENAI_TYPED
     assert (r.added, r.malformed, r.malformed_lines) == (8, 3, [9, 10, 11])
     assert r.malformed_message("openai.jsonl") == "openai.jsonl: 3 malformed lines skipped (lines 9, 10, 11)"
     assert {m.session for m in store.iter_all()} == {"openai"}
@@ -254,14 +307,15 @@ def test_jsonl_reads_back_what_chat_export_writes(store, tmp_path):
 def test_llm_logs_db_before_032(store, tmp_path):
     r = import_file(store, llm_db(tmp_path, "0.31"))
     assert r.format == "llm"
-    assert [(m.session, m.role, m.content) for m in store.iter_all()] == [
-        ("01j9x2k4m5n6p7q8r9s0t1v2w3", "user", "Ten names for a pet pelican"),
-        ("01j9x2k4m5n6p7q8r9s0t1v2w3", "assistant",
+    assert [(m.session, m.kind, m.content) for m in store.iter_all()] == [
+        ("01j9x2k4m5n6p7q8r9s0t1v2w3", "prompt", "Ten names for a pet pelican"),
+        ("01j9x2k4m5n6p7q8r9s0t1v2w3", "reply",
          "Pelly, Scoop, Gulliver, Pouch, Captain Beak, Skipper, Splash, Marina, Flap, Admiral"),
-        ("01j9x2k4m5n6p7q8r9s0t1v2w3", "user", "Which one is the funniest?"),
-        ("01j9x2k4m5n6p7q8r9s0t1v2w3", "assistant", "Captain Beak."),
-        ("01j9x3a1b2c3d4e5f6g7h8j9k0", "user", "把这句话翻译成英文：今天天气很好"),
-        ("01j9x3a1b2c3d4e5f6g7h8j9k0", "assistant", "The weather is nice today."),
+        ("01j9x2k4m5n6p7q8r9s0t1v2w3", "prompt", "Which one is the funniest?"),
+        ("01j9x2k4m5n6p7q8r9s0t1v2w3", "reply", "Captain Beak."),
+        ("01j9x3a1b2c3d4e5f6g7h8j9k0", "meta", "You are a translator."),  # responses.system
+        ("01j9x3a1b2c3d4e5f6g7h8j9k0", "prompt", "把这句话翻译成英文：今天天气很好"),
+        ("01j9x3a1b2c3d4e5f6g7h8j9k0", "reply", "The weather is nice today."),
     ]
     keys = [row[0] for row in store.db.execute("SELECT dedup FROM messages ORDER BY id")]
     assert keys[:2] == ["llm:01j9x2k4m5n6p7q8r9s0t1v2w3:user", "llm:01j9x2k4m5n6p7q8r9s0t1v2w3:assistant"]
@@ -271,20 +325,27 @@ def test_llm_logs_db_before_032(store, tmp_path):
 def test_llm_logs_db_message_store(store, tmp_path):
     r = import_file(store, llm_db(tmp_path, "0.32"))
     t1, t2 = "01k1thread10000000000000000", "01k1thread20000000000000000"
-    assert [(m.session, m.role, m.content) for m in store.iter_all()] == [
-        (t1, "system", "You name pets."),
-        (t1, "user", "Suggest a name for a pet pelican"),
-        (t1, "assistant", "Captain Pouch"),  # the reasoning part is left out
-        (t1, "user", "现在几点？"),
-        (t1, "assistant", "Let me check the time.\n[tool_call llm_time] {}"),
-        (t1, "tool", '{"utc_time": "2026-07-30 10:00:00 UTC"}'),
-        (t1, "assistant", "现在是 UTC 时间 10:00。"),
-        (t2, "user", "A shorter one?"),  # the fork's shared first messages are imported once
-        (t2, "assistant", "Pouch"),
-        ("01h0legacy0000000000000000", "user", "Capital of France?"),  # legacy row; the dual-written one is not
-        ("01h0legacy0000000000000000", "assistant", "Paris."),
+    CALL = "call_9"
+    assert [(m.session, m.kind, m.content) for m in store.iter_all()] == [
+        (t1, "meta", "You name pets."),
+        (t1, "prompt", "Suggest a name for a pet pelican"),
+        (t1, "reply", "Captain Pouch"),  # the reasoning part is left out
+        (t1, "prompt", "现在几点？"),
+        (t1, "reply", "Let me check the time."),
+        (t1, "tool_call", "llm_time"),
+        (t1, "tool_result", '{"utc_time": "2026-07-30 10:00:00 UTC"}'),
+        (t1, "reply", "现在是 UTC 时间 10:00。"),
+        (t2, "prompt", "A shorter one?"),  # the fork's shared first messages are imported once
+        (t2, "reply", "Pouch"),
+        ("01h0legacy0000000000000000", "prompt", "Capital of France?"),  # legacy row; the dual-written one is not
+        ("01h0legacy0000000000000000", "reply", "Paris."),
     ]
-    assert (r.added, r.present) == (11, 0)
+    assert typed(store, "meta", "tool_call", "tool_result") == [
+        ("meta", None, None, "system", None),
+        ("tool_call", "llm_time", CALL, None, {"args": {}, "paths": [], "command": None}),
+        ("tool_result", "llm_time", CALL, None, {"is_error": False, "exit_code": None, "size": 39}),
+    ]
+    assert (r.added, r.present) == (12, 0)
     keys = [row[0] for row in store.db.execute("SELECT dedup FROM messages ORDER BY id")]
     assert keys[0] == "llm:msg:b2:s1"
 
@@ -424,7 +485,7 @@ def test_incremental_gemini_rewind_forgets_what_was_imported(store, tmp_path):
     path = tmp_path / "session-2025-10-01T09-00-5b2f8e1a.jsonl"
     path.write_bytes(b"".join(lines[:11]))  # up to m6, before the rewind
     import_transcript(store, str(path), "gemini")
-    assert ("user", "Delete the whole tests folder then") in rows(store)
+    assert ("prompt", "Delete the whole tests folder then") in rows(store)
     path.write_bytes(b"".join(lines))
     added, malformed = import_transcript(store, str(path), "gemini")
     assert rows(store) == GEMINI_ROWS  # m5 and m6 are gone

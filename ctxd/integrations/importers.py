@@ -36,15 +36,18 @@ This module is imported by the AI CLI hooks: standard library only at the top.
 
 import json
 import os
+import re
 from collections import namedtuple
 
 from ctxd.errors import CtxdError, ExitCode
+from ctxd.memory import items as _items
 
 FORMATS = ("jsonl", "claude", "codex", "gemini", "aider", "llm")
 BATCH = 500
 SHOW_LINES = 20  # malformed line numbers listed in a report
 _SNIFF_LINES = 50
 _SNIFF_LINE_BYTES = 1 << 20
+_WHOLE_JSON_BYTES = 64 << 20  # a session file written as one JSON document is read whole up to this size
 
 
 Malformed = namedtuple("Malformed", "line_no reason")  # a line that could not be used
@@ -81,27 +84,29 @@ def claude_prompt_dedup(session, text, k):
 
 def _ts(value):
     """ISO 8601 text (naive = UTC) or a number (seconds, or milliseconds) -> unix seconds, or None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        v = float(value)
-        return v / 1000.0 if v > 1e11 else v
-    if isinstance(value, str) and value.strip():
-        import datetime as dt
+    from ctxd.isotime import parse
 
-        try:
-            d = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            return None
-        if d.tzinfo is None:
-            d = d.replace(tzinfo=dt.timezone.utc)
-        return d.timestamp()
-    return None
+    return parse(value)
 
 
-def _rec(role, content, session, source, dedup, ts=None, importance=None):
-    return {"role": role, "content": content, "session": session, "source": source, "ts": ts,
-            "dedup": dedup, "importance": importance}
+def _rec(kind, content, session, source, dedup, ts=None, importance=None, **typed):
+    """A record of the typed model (ctxd.memory.items): kind, content and the fields the kind carries."""
+    return _items.record(kind, content, session=session, source=source, dedup=dedup, ts=ts,
+                         importance=importance, **typed)
+
+
+def _user(text, session, source, dedup, ts=None, importance=None):
+    """Text on a user line: a prompt, or meta/summary when the CLI injected it (items.user_record)."""
+    return _items.user_record(text, session=session, source=source, dedup=dedup, ts=ts, importance=importance)
+
+
+def _call(name, args, session, source, dedup, ts=None, call_id=None):
+    return _items.call_record(name, args, call_id=call_id, session=session, source=source, dedup=dedup, ts=ts)
+
+
+def _result(text, session, source, dedup, ts=None, *, tool=None, call_id=None, is_error=False, exit_code=None):
+    return _items.result_record(text, tool=tool, call_id=call_id, is_error=is_error, exit_code=exit_code,
+                                session=session, source=source, dedup=dedup, ts=ts)
 
 
 def _dumps(value):
@@ -200,7 +205,67 @@ _JSONL_ROLES = {"user": "user", "assistant": "assistant", "system": "system", "t
                 "developer": "system", "function": "tool"}
 
 
+def _jsonl_text(content):
+    if isinstance(content, list):
+        return _text_parts(content)
+    if isinstance(content, str):
+        return content
+    return None
+
+
+def _jsonl_message(obj, n, key, session, default_ts=None, importance=None):
+    """The records of one OpenAI-style message (or one ``ctxd chat export`` line), or a Malformed."""
+    raw_role = obj.get("role")
+    role = _JSONL_ROLES.get(raw_role) if isinstance(raw_role, str) else None
+    kind = obj.get("kind") if obj.get("kind") in _items.KINDS else None
+    if role is None and kind is None:
+        return Malformed(n, f"no usable role ({raw_role!r})")
+    content = obj.get("content")
+    text = _jsonl_text(content)
+    if text is None and content is not None:
+        return Malformed(n, f"content is a {type(content).__name__}")
+    text = text or ""
+    ts = _ts(obj.get("time")) or _ts(obj.get("ts")) or _ts(obj.get("timestamp")) or default_ts
+    out = []
+    if kind is not None:  # what ctxd chat export wrote: the typed fields as they were stored
+        rec = _rec(kind, text, session, "jsonl", key, ts, importance,
+                   **{k: obj.get(k) if isinstance(obj.get(k), str) and obj.get(k) else None
+                      for k in ("tool", "call_id", "subtype")})
+        if isinstance(obj.get("data"), dict):
+            rec["data"] = obj["data"]
+        if role is not None:
+            rec["role"] = role
+        return [rec] if text.strip() or kind in ("tool_result", "tool_call") else []
+    if role == "user":
+        out.append(_user(text, session, "jsonl", key, ts, importance))
+    elif role == "assistant":
+        out.append(_rec("reply", text, session, "jsonl", key, ts, importance))
+    elif role == "tool":
+        tool = obj.get("name") if isinstance(obj.get("name"), str) else None
+        cid = obj.get("tool_call_id") if isinstance(obj.get("tool_call_id"), str) else None
+        out.append(_result(text, session, "jsonl", key, ts, tool=tool, call_id=cid))
+    else:
+        out.append(_rec("meta", text, session, "jsonl", key, ts, importance, subtype="system"))
+    calls = obj.get("tool_calls")
+    if isinstance(calls, list):
+        for i, c in enumerate(calls):
+            fn = c.get("function") if isinstance(c, dict) else None
+            if isinstance(fn, dict):
+                cid = c.get("id") if isinstance(c.get("id"), str) else None
+                out.append(_call(fn.get("name"), fn.get("arguments", ""), session, "jsonl", f"{key}:call:{i}", ts,
+                                 call_id=cid))
+    if content is None and len(out) == 1:
+        return Malformed(n, "no content")
+    out = [r for r in out if r["kind"] == "tool_call" or r["content"].strip()]
+    if out and out[0]["kind"] == "tool_call" and not text.strip():
+        out[0]["dedup"] = key  # a message that is only calls: its first call has the line's key
+    return out
+
+
 def parse_jsonl(f, ctx):
+    """One message a line: ``{"role", "content"}`` (tool_calls, tool_call_id, name), what
+    ``ctxd chat export`` writes (kind, tool, call_id, subtype, data, session, time, importance),
+    or a whole conversation a line: ``{"messages": [...]}`` (fine-tuning files)."""
     for n, raw in _lines(f, ctx):
         if not raw.strip():
             continue
@@ -208,37 +273,28 @@ def parse_jsonl(f, ctx):
         if isinstance(obj, Malformed):
             yield obj
             continue
-        role = _JSONL_ROLES.get(obj.get("role")) if isinstance(obj.get("role"), str) else None
-        if role is None:
-            yield Malformed(n, f"no usable role ({obj.get('role')!r})")
-            continue
-        content = obj.get("content")
-        if isinstance(content, list):
-            text = _text_parts(content)
-        elif isinstance(content, str):
-            text = content
-        elif content is None:
-            text = ""
-        else:
-            yield Malformed(n, f"content is a {type(content).__name__}")
-            continue
-        calls = obj.get("tool_calls")
-        if isinstance(calls, list):
-            for c in calls:
-                fn = c.get("function") if isinstance(c, dict) else None
-                if isinstance(fn, dict):
-                    text += ("\n" if text else "") + f"[tool_call {fn.get('name')}] {fn.get('arguments', '')}"
-        if content is None and not text:
-            yield Malformed(n, "no content")
-            continue
-        if not text.strip():
-            continue
         session = obj.get("session") if isinstance(obj.get("session"), str) and obj.get("session") else \
             ctx.default_session
         imp = obj.get("importance")
         imp = float(imp) if isinstance(imp, (int, float)) and not isinstance(imp, bool) and 0 <= imp <= 1 else None
-        ts = _ts(obj.get("time")) or _ts(obj.get("ts")) or _ts(obj.get("timestamp"))
-        yield _rec(role, text, session, "jsonl", f"jsonl:{session}:{n}:{_sha(raw)[:16]}", ts, imp)
+        key = f"jsonl:{session}:{n}:{_sha(raw)[:16]}"
+        if "role" not in obj and "kind" not in obj and isinstance(obj.get("messages"), list):
+            if not isinstance(obj.get("session"), str) or not obj.get("session"):
+                session = f"{ctx.default_session}:{n}"  # each line is a conversation of its own
+            ts = _ts(obj.get("time")) or _ts(obj.get("timestamp"))
+            for i, m in enumerate(obj["messages"]):
+                r = _jsonl_message(m, n, f"{key}:{i}", session, ts) if isinstance(m, dict) else \
+                    Malformed(n, f"message {i} is not an object")
+                if isinstance(r, Malformed):
+                    yield Malformed(n, f"message {i}: {r.reason}")
+                    break
+                yield from r
+            continue
+        r = _jsonl_message(obj, n, key, session, None, imp)
+        if isinstance(r, Malformed):
+            yield r
+        else:
+            yield from r
 
 
 # -- Claude Code transcripts ------------------------------------------------------
@@ -272,8 +328,6 @@ def _claude_result_text(block):
         text = ""
     else:
         text = _dumps(c)
-    if block.get("is_error") is True:
-        text = "[error] " + text
     return text
 
 
@@ -309,14 +363,21 @@ def _claude_prompt_counts(f, ctx):
 
 
 def parse_claude(f, ctx):
-    """User and assistant lines of a transcript, and compaction summaries.
+    """User and assistant lines of a transcript, and compaction summaries, as typed records.
 
-    Lines of sub-agents (``isSidechain``) are left out: the Task tool's result
-    in the main conversation carries what they found. A sub-agent's own
-    transcript (``agent-*.jsonl``, every line a sidechain) is imported whole.
+    Content blocks map one to one: ``text`` -> reply (or, on a user line, a
+    prompt or the meta text Claude Code injected: interrupts, slash-command
+    wrappers, local-command output...), ``tool_use`` -> tool_call (id, name,
+    input), ``tool_result`` -> tool_result linked by ``tool_use_id``;
+    ``{"type": "summary"}`` lines are session titles, ``isCompactSummary``
+    lines compaction summaries. Lines of sub-agents (``isSidechain``) are left
+    out: the Task tool's result in the main conversation carries what they
+    found. A sub-agent's own transcript (``agent-*.jsonl``, every line a
+    sidechain) is imported whole.
     """
     counts = _claude_prompt_counts(f, ctx) if ctx.start > 0 else {}
     sidechains = os.path.basename(ctx.path).startswith("agent-")
+    names = {}  # tool_use id -> tool name, for the results
     for n, obj in _json_lines(f, ctx):
         if isinstance(obj, Malformed):
             yield obj
@@ -331,7 +392,7 @@ def parse_claude(f, ctx):
                 yield Malformed(n, "a summary without text")
             elif text.strip():
                 leaf = obj.get("leafUuid") if isinstance(obj.get("leafUuid"), str) else _sha(text)[:16]
-                yield _rec("system", f"[summary] {text}", sid, "claude", f"claude:{sid}:summary:{leaf}", ts)
+                yield _rec("summary", text, sid, "claude", f"claude:{sid}:summary:{leaf}", ts, subtype="title")
             continue
         if kind not in ("user", "assistant"):
             continue  # system, file-history-snapshot, progress, ...: not conversation
@@ -351,77 +412,99 @@ def parse_claude(f, ctx):
             if obj.get("isCompactSummary"):
                 text = _claude_prompt(content) or ""
                 if text.strip():
-                    yield _rec("system", f"[summary] {text}", sid, "claude", f"{base}:0", ts)
+                    yield _rec("summary", text, sid, "claude", f"{base}:0", ts, subtype="compaction")
                 continue
             text = _claude_prompt(content)
             if text is not None:
                 if text.strip():
                     key = (sid, _sha(text.strip()))
                     counts[key] = counts.get(key, 0) + 1
-                    yield _rec("user", text, sid, "claude", claude_prompt_dedup(sid, text, counts[key]), ts)
+                    yield _user(text, sid, "claude", claude_prompt_dedup(sid, text, counts[key]), ts)
                 continue
             for i, b in enumerate(content):
                 if not isinstance(b, dict):
                     continue
                 if b.get("type") == "tool_result":
+                    cid = b.get("tool_use_id") if isinstance(b.get("tool_use_id"), str) else None
                     text = _claude_result_text(b)
-                    if text.strip():
-                        yield _rec("tool", text, sid, "claude", f"{base}:{i}", ts)
+                    if text.strip() or b.get("is_error") is True:
+                        yield _result(text, sid, "claude", f"{base}:{i}", ts, tool=names.get(cid), call_id=cid,
+                                      is_error=b.get("is_error") is True)
                 elif b.get("type") == "text" and isinstance(b.get("text"), str) and b["text"].strip():
-                    yield _rec("user", b["text"], sid, "claude", f"{base}:{i}", ts)
+                    yield _user(b["text"], sid, "claude", f"{base}:{i}", ts)
             continue
         # assistant
         if isinstance(content, str):
             if content.strip():
-                yield _rec("assistant", content, sid, "claude", f"{base}:0", ts)
+                yield _rec("reply", content, sid, "claude", f"{base}:0", ts)
             continue
         for i, b in enumerate(content):
             if not isinstance(b, dict):
                 continue
             t = b.get("type")
             if t == "text" and isinstance(b.get("text"), str) and b["text"].strip():
-                yield _rec("assistant", b["text"], sid, "claude", f"{base}:{i}", ts)
+                yield _rec("reply", b["text"], sid, "claude", f"{base}:{i}", ts)
             elif t == "tool_use":
-                yield _rec("assistant", f"[tool_use {b.get('name')}] {_dumps(b.get('input', {}))}", sid, "claude",
-                           f"{base}:{i}", ts)
+                cid = b.get("id") if isinstance(b.get("id"), str) and b.get("id") else None
+                name = b.get("name") if isinstance(b.get("name"), str) else None
+                if cid:
+                    names[cid] = name
+                yield _call(name, b.get("input", {}), sid, "claude", f"{base}:{i}", ts, call_id=cid)
             # thinking, redacted_thinking, images: not kept
 
 
 # -- Codex rollouts ---------------------------------------------------------------
 
-_CODEX_BOILERPLATE = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions",
-                      "<permissions instructions>")
 _CODEX_ITEMS = ("message", "function_call", "function_call_output", "custom_tool_call",
                 "custom_tool_call_output", "local_shell_call", "reasoning", "web_search_call")
+_CODEX_EXIT = re.compile(r"(?:Process exited with code|Exit code:?) (-?\d+)")
+_CODEX_TURN_END = ("task_complete", "turn_aborted")
 
 
 def _codex_output(out):
-    """function_call_output.output: a string (often JSON {"output", "metadata"}), or structured."""
+    """(text, exit code or None, success or None) of a function_call_output's ``output``: a
+    string (often JSON ``{"output", "metadata": {"exit_code"}}``), or structured."""
+    text, exit_code, success = None, None, None
     if isinstance(out, str):
         s = out.lstrip()
+        o = None
         if s.startswith("{"):
             try:
                 o = json.loads(out)
             except ValueError:
-                return out
-            if isinstance(o, dict) and isinstance(o.get("output"), str):
-                return o["output"]
-        return out
-    if isinstance(out, dict):
+                o = None
+        if isinstance(o, dict) and isinstance(o.get("output"), str):
+            text = o["output"]
+            meta = o.get("metadata")
+            if isinstance(meta, dict) and isinstance(meta.get("exit_code"), int) and \
+                    not isinstance(meta.get("exit_code"), bool):
+                exit_code = meta["exit_code"]
+        else:
+            text = out
+    elif isinstance(out, dict):
         for k in ("output", "content"):
             if isinstance(out.get(k), str):
-                return out[k]
+                text = out[k]
+                break
             if isinstance(out.get(k), list):
-                return _text_parts(out[k])
-        return _dumps(out)
-    if isinstance(out, list):
-        return _text_parts(out)
-    return "" if out is None else _dumps(out)
+                text = _text_parts(out[k])
+                break
+        else:
+            text = _dumps(out)
+        if isinstance(out.get("success"), bool):
+            success = out["success"]
+    elif isinstance(out, list):
+        text = _text_parts(out)
+    else:
+        text = "" if out is None else _dumps(out)
+    if exit_code is None:
+        m = _CODEX_EXIT.search(text[:400])  # unified exec: "Process exited with code 1" in the header
+        if m:
+            exit_code = int(m.group(1))
+    return text, exit_code, success
 
 
 def _codex_session_from_name(path):
-    import re
-
     m = re.search(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})", os.path.basename(path))
     return m.group(1) if m else None
 
@@ -446,64 +529,130 @@ def _codex_message_text(item):
     return None
 
 
-def _codex_is_prompt(item):
-    """Whether a response item is a message the user typed (not Codex's own context)."""
-    if item.get("type") != "message" or item.get("role") != "user":
-        return False
-    text = _codex_message_text(item)
-    return bool(text and text.strip()) and not text.lstrip().startswith(_CODEX_BOILERPLATE)
+class _CodexTurns:
+    """Where a rollout is: the turn (its id from ``event_msg task_started`` or
+    ``turn_context``), how many prompts that turn has had, and whether the file
+    marks turns with task_started/task_complete events (Codex 0.4x and later),
+    in which case user items outside a task are Codex's own context.
+    """
+
+    def __init__(self):
+        self.turn, self.prompts = None, 0
+        self.tasks = False  # the rollout writes task_started events
+        self.in_task = False
+
+    def event(self, obj):
+        """Apply a turn marker; the new turn id when the turn changed, else None."""
+        kind, payload = obj.get("type"), obj.get("payload")
+        if not isinstance(payload, dict):
+            return None
+        new = None
+        if kind == "turn_context":
+            new = payload.get("turn_id")
+        elif kind == "event_msg" and payload.get("type") == "task_started":
+            self.tasks = self.in_task = True
+            new = payload.get("turn_id")
+        elif kind == "event_msg" and payload.get("type") in _CODEX_TURN_END:
+            self.in_task = False
+            return None
+        if isinstance(new, str) and new and new != self.turn:
+            self.turn, self.prompts = new, 0
+            return new
+        return None
+
+    def changes(self, obj):
+        """Whether the turn marker *obj* ends the current turn (a task ends, or a new turn id)."""
+        kind, payload = obj.get("type"), obj.get("payload")
+        if not isinstance(payload, dict):
+            return False
+        if kind == "event_msg" and payload.get("type") in _CODEX_TURN_END:
+            return True
+        new = payload.get("turn_id")
+        return isinstance(new, str) and bool(new) and new != self.turn
+
+    def user_kind(self, text):
+        """(kind, subtype) of a user item's text."""
+        kind, subtype = _items.classify_user_text(text, "codex")
+        if kind == "prompt" and self.tasks and not self.in_task:
+            return "meta", "environment"  # before the turn's task_started: context Codex sent
+        return kind, subtype
+
+
+def _is_turn_marker(obj):
+    kind, payload = obj.get("type"), obj.get("payload")
+    if kind == "turn_context":
+        return True
+    return kind == "event_msg" and isinstance(payload, dict) and \
+        payload.get("type") in ("task_started",) + _CODEX_TURN_END
 
 
 def _codex_turn_at(f, ctx):
-    """(turn id, prompts seen in that turn) at ctx.start: an incremental import resumes mid-file."""
-    import re
-
+    """The _CodexTurns at ctx.start: an incremental import resumes mid-file."""
     user = re.compile(rb'"role"\s*:\s*"user"')
-    turn, prompts = None, 0
+    markers = (b'"turn_context"', b'"task_started"', b'"task_complete"', b'"turn_aborted"')
+    state = _CodexTurns()
     for n, raw in _lines(f, Ctx(ctx.path), start=0, line_no=1, end=ctx.start):
-        if b'"turn_context"' in raw:
+        if any(m in raw for m in markers):
             obj = _parse_json(n, raw)
-            if not isinstance(obj, Malformed) and obj.get("type") == "turn_context" and \
-                    isinstance(obj.get("payload"), dict) and isinstance(obj["payload"].get("turn_id"), str):
-                if obj["payload"]["turn_id"] != turn:
-                    turn, prompts = obj["payload"]["turn_id"], 0
-        elif turn is not None and user.search(raw):
+            if not isinstance(obj, Malformed) and _is_turn_marker(obj):
+                state.event(obj)
+        elif state.turn is not None and user.search(raw):
             obj = _parse_json(n, raw)
             if not isinstance(obj, Malformed):
                 item, _ = _codex_item(obj, n)
-                if item is not None and _codex_is_prompt(item):
-                    prompts += 1
-    return turn, prompts
+                if item is not None and item.get("type") == "message" and item.get("role") == "user":
+                    text = _codex_message_text(item)
+                    if text and text.strip() and state.user_kind(text)[0] == "prompt":
+                        state.prompts += 1
+    return state
 
 
 def parse_codex(f, ctx):
-    """Response items of a rollout; event_msg lines repeat them and are skipped.
+    """Response items of a rollout as typed records; event_msg lines repeat them and are skipped.
+
+    ``message`` items are prompts, replies or (user items Codex wrote itself:
+    environment, AGENTS.md, turn_aborted, shell-command and sub-agent markers)
+    meta; ``function_call``/``custom_tool_call``/``local_shell_call`` are
+    tool calls and their ``*_output`` items tool results (linked by
+    ``call_id``, with the exit code where the output carries one);
+    ``compacted`` is a summary.
 
     Keys are ``codex:<session>:<line>``, except, in turns Codex gave an id
-    (``turn_context.turn_id``), the user's *i*-th input of the turn
-    (``codex:<session>:<turn>:user:<i>``) and the turn's last record when it is
-    an assistant message (``codex:<session>:<turn>:assistant``): the keys the
-    Codex hooks and ``notify`` use for the same messages.
+    (``task_started.turn_id`` or ``turn_context.turn_id``), the user's *i*-th
+    prompt of the turn (``codex:<session>:<turn>:user:<i>``) and the turn's last
+    record when it is an assistant message (``codex:<session>:<turn>:assistant``):
+    the keys the Codex hooks and ``notify`` use for the same messages.
     """
     sid = None
-    turn, prompts = None, 0
+    state = _CodexTurns()
     if ctx.start > 0:
         first = _first_json(f)
         if first and first.get("type") == "session_meta" and isinstance(first.get("payload"), dict):
             sid = first["payload"].get("id")
         elif first and isinstance(first.get("id"), str) and "payload" not in first:
             sid = first["id"]
-        turn, prompts = _codex_turn_at(f, ctx)
+        state = _codex_turn_at(f, ctx)
     if not isinstance(sid, str) or not sid:
         sid = _codex_session_from_name(ctx.path) or ctx.default_session
-    pending = None  # an assistant message that may end its turn: its key waits for what follows
+    held = []  # an assistant message that may end its turn (its key waits), and meta after it
+    early = []  # user items before any turn marker: Codex's context if a task_started follows
+    names = {}  # call_id -> tool name
 
     def settle(final):
-        nonlocal pending
-        rec, pending = pending, None
-        if rec is not None and final and turn is not None:
-            rec["dedup"] = f"codex:{sid}:{turn}:assistant"
-        return rec
+        out = held[:]
+        held.clear()
+        if out and final and state.turn is not None:
+            out[0]["dedup"] = f"codex:{sid}:{state.turn}:assistant"
+        return out
+
+    def decide(context):
+        out = early[:]
+        early.clear()
+        if context:
+            for r in out:
+                if r["kind"] == "prompt":
+                    r.update(kind="meta", role="system", subtype="environment")
+        return out
 
     for n, obj in _json_lines(f, ctx):
         if isinstance(obj, Malformed):
@@ -517,13 +666,21 @@ def parse_codex(f, ctx):
             elif isinstance(payload.get("id"), str) and payload["id"]:
                 sid = payload["id"]
             continue
-        if kind == "turn_context":
-            new = payload.get("turn_id") if isinstance(payload, dict) else None
-            if isinstance(new, str) and new and new != turn:
-                rec = settle(True)
-                if rec:
+        if _is_turn_marker(obj):
+            yield from decide(kind == "event_msg" and payload.get("type") == "task_started")
+            if state.changes(obj):
+                yield from settle(True)  # the answer held was the last record of its turn
+            state.event(obj)
+            continue
+        ts = _ts(obj.get("timestamp"))
+        if kind == "compacted":
+            text = payload.get("message") if isinstance(payload, dict) else None
+            if isinstance(text, str) and text.strip():
+                rec = _rec("summary", text, sid, "codex", f"codex:{sid}:{n}", ts, subtype="compaction")
+                if held or early:
+                    (held or early).append(rec)
+                else:
                     yield rec
-                turn, prompts = new, 0
             continue
         item, other = _codex_item(obj, n)
         if item is None:
@@ -533,49 +690,74 @@ def parse_codex(f, ctx):
                 sid = obj["id"]  # the first line of rollouts before session_meta: {id, timestamp, instructions}
             elif kind is None:
                 yield Malformed(n, "no type")
-            continue  # event_msg (repeats response items), compacted, ...
-        ts = _ts(obj.get("timestamp"))
+            continue  # event_msg (repeats response items), ...
         key = f"codex:{sid}:{n}"
         t = item.get("type")
         rec = None
+        neutral = False  # meta and summaries neither end a turn's answer nor keep it from ending it
         if t == "message":
             role = item.get("role")
             text = _codex_message_text(item)
             if text is None:
                 yield Malformed(n, "a message without content")
                 continue
-            if role == "user" and _codex_is_prompt(item):
-                if turn is not None:
-                    key = f"codex:{sid}:{turn}:user:{prompts}"
-                    prompts += 1
-                rec = _rec("user", text, sid, "codex", key, ts)
+            if role == "user" and text.strip():
+                ukind, subtype = state.user_kind(text)
+                if ukind == "prompt":
+                    if state.turn is not None:
+                        key = f"codex:{sid}:{state.turn}:user:{state.prompts}"
+                        state.prompts += 1
+                    rec = _rec("prompt", text, sid, "codex", key, ts)
+                    if state.turn is None and not state.tasks:
+                        early.append(rec)  # decided by what follows: a task_started, or anything else
+                        continue
+                elif subtype in ("environment", "instructions"):
+                    continue  # <environment_context>, AGENTS.md...: Codex's own context, sent every session
+                else:
+                    rec = _rec(ukind, text, sid, "codex", key, ts, subtype=subtype)
+                    neutral = True
             elif role == "assistant" and text.strip():
-                rec = _rec("assistant", text, sid, "codex", key, ts)
-            # developer/system messages and boilerplate user items: Codex's own context
+                rec = _rec("reply", text, sid, "codex", key, ts)
+            # developer/system messages: Codex's own instructions
         elif t in ("function_call", "custom_tool_call"):
             args = item.get("arguments") if t == "function_call" else item.get("input")
-            if not isinstance(args, str):
-                args = _dumps(args if args is not None else {})
-            rec = _rec("assistant", f"[tool_call {item.get('name')}] {args}", sid, "codex", key, ts)
+            name = item.get("name") if isinstance(item.get("name"), str) else None
+            cid = item.get("call_id") if isinstance(item.get("call_id"), str) else None
+            if cid:
+                names[cid] = name
+            rec = _call(name, args if args is not None else {}, sid, "codex", key, ts, call_id=cid)
         elif t == "local_shell_call":
-            rec = _rec("assistant", f"[tool_call local_shell] {_dumps(item.get('action'))}", sid, "codex", key, ts)
+            cid = item.get("call_id") or item.get("id")
+            cid = cid if isinstance(cid, str) else None
+            if cid:
+                names[cid] = "local_shell"
+            action = item.get("action")
+            rec = _call("local_shell", action if action is not None else {}, sid, "codex", key, ts, call_id=cid)
         elif t in ("function_call_output", "custom_tool_call_output"):
-            text = _codex_output(item.get("output"))
+            text, exit_code, success = _codex_output(item.get("output"))
             if text.strip():
-                rec = _rec("tool", text, sid, "codex", key, ts)
+                cid = item.get("call_id") if isinstance(item.get("call_id"), str) else None
+                failed = (exit_code is not None and exit_code != 0) or success is False
+                rec = _result(text, sid, "codex", key, ts, tool=names.get(cid), call_id=cid, is_error=failed,
+                              exit_code=exit_code)
         # reasoning (encrypted), web_search_call, ...: not kept
         if rec is None:
             continue
-        earlier = settle(False)
-        if earlier:
-            yield earlier
-        if t == "message" and rec["role"] == "assistant":
-            pending = rec
+        if early and not neutral:
+            yield from decide(False)
+        if neutral:
+            if held or early:
+                (held or early).append(rec)
+            else:
+                yield rec
+            continue
+        yield from settle(False)
+        if rec["kind"] == "reply":
+            held.append(rec)
         else:
             yield rec
-    rec = settle(True)
-    if rec:
-        yield rec
+    yield from decide(False)
+    yield from settle(True)
 
 
 # -- Gemini CLI sessions ----------------------------------------------------------
@@ -627,46 +809,151 @@ def _gemini_records(obj, sid, n):
         return
     if kind == "user":
         if text.strip():
-            yield _rec("user", text, sid, "gemini", base, ts)
+            yield _user(text, sid, "gemini", base, ts)  # a <hook_context> block in front comes off
     elif kind == "gemini":
         if text.strip():
-            yield _rec("assistant", text, sid, "gemini", base, ts)
+            yield _rec("reply", text, sid, "gemini", base, ts)
         calls = obj.get("toolCalls")
         for i, tc in enumerate(calls if isinstance(calls, list) else ()):
             if not isinstance(tc, dict):
                 continue
             cid = tc.get("id") if isinstance(tc.get("id"), str) and tc.get("id") else str(i)
+            name = tc.get("name") if isinstance(tc.get("name"), str) else None
             tts = _ts(tc.get("timestamp")) or ts
-            yield _rec("assistant", f"[tool_call {tc.get('name')}] {_dumps(tc.get('args', {}))}", sid, "gemini",
-                       f"{base}:call:{cid}", tts)
-            if tc.get("result") is not None or tc.get("status") in ("success", "error", "cancelled"):
+            yield _call(name, tc.get("args", {}), sid, "gemini", f"{base}:call:{cid}", tts, call_id=cid)
+            status = tc.get("status")
+            if tc.get("result") is not None or status in ("success", "error", "cancelled"):
                 result = _gemini_result(tc)
-                if tc.get("status") in ("error", "cancelled"):
-                    result = f"[{tc['status']}] {result}".rstrip()
-                if result.strip():
-                    yield _rec("tool", result, sid, "gemini", f"{base}:result:{cid}", tts)
+                failed = status in ("error", "cancelled")
+                if result.strip() or failed:
+                    yield _result(result if result.strip() else str(status), sid, "gemini", f"{base}:result:{cid}",
+                                  tts, tool=name, call_id=cid, is_error=failed)
     elif kind == "error":
         if text.strip():
-            yield _rec("system", f"[error] {text}", sid, "gemini", base, ts)
+            yield _rec("meta", text, sid, "gemini", base, ts, subtype="error")
     elif kind is None:
         yield Malformed(n, "a record without a type")
     # info, warning and unknown types: not conversation
 
 
+def _gemini_set_messages(obj):
+    """The records of a ``{"$set": {"messages": [...]}}`` line (written after /compress, on resume
+    and rollback), or None."""
+    st = obj.get("$set")
+    msgs = st.get("messages") if isinstance(st, dict) else None
+    return msgs if isinstance(msgs, list) else None
+
+
+def _gemini_checkpoint(doc, ctx):
+    """A ``/chat save`` checkpoint: ``{"history": [{"role", "parts"}]}`` (or the bare list), no ids."""
+    tag = ctx.default_session
+    if tag.startswith("checkpoint-"):
+        tag = tag[len("checkpoint-"):]
+    hist = doc.get("history") if isinstance(doc, dict) else doc
+    sid = f"checkpoint-{tag}"
+    names = {}
+    for i, c in enumerate(hist):
+        if not isinstance(c, dict) or not isinstance(c.get("parts"), list):
+            yield Malformed(1, f"history entry {i} has no parts")
+            continue
+        role = c.get("role")
+        texts = []
+        for j, p in enumerate(c["parts"]):
+            if not isinstance(p, dict):
+                continue
+            key = f"gemini:{sid}:{i}:{j}"
+            if isinstance(p.get("text"), str) and not p.get("thought"):
+                texts.append(p["text"])
+            fc, fr = p.get("functionCall"), p.get("functionResponse")
+            if isinstance(fc, dict):
+                cid = fc.get("id") if isinstance(fc.get("id"), str) else None
+                name = fc.get("name") if isinstance(fc.get("name"), str) else None
+                if cid:
+                    names[cid] = name
+                yield _call(name, fc.get("args", {}), sid, "gemini", key, None, call_id=cid)
+            elif isinstance(fr, dict):
+                cid = fr.get("id") if isinstance(fr.get("id"), str) else None
+                resp = fr.get("response")
+                failed = isinstance(resp, dict) and "error" in resp and "output" not in resp
+                text = _gemini_result({"result": [p]})
+                yield _result(text, sid, "gemini", key, None, tool=fr.get("name") or names.get(cid), call_id=cid,
+                              is_error=failed)
+        text = "\n".join(texts)
+        if text.strip():
+            key = f"gemini:{sid}:{i}"
+            yield _user(text, sid, "gemini", key) if role == "user" else _rec("reply", text, sid, "gemini", key)
+
+
+def _gemini_whole(f, ctx):
+    """A Gemini CLI session written as one JSON document (the legacy session file, pretty or on one
+    line; a /chat save checkpoint), or None when *f* is not one."""
+    f.seek(0)
+    head = f.read(_SNIFF_LINE_BYTES).lstrip(b"\xef\xbb\xbf").lstrip()
+    if not head[:1] in (b"{", b"["):
+        return None
+    first = head.split(b"\n", 1)[0]
+    try:
+        obj = json.loads(first)
+        if isinstance(obj, dict) and not isinstance(obj.get("messages"), list) and "history" not in obj:
+            return None  # a JSONL session: its first line is the metadata
+    except ValueError:
+        pass
+    if os.fstat(f.fileno()).st_size > _WHOLE_JSON_BYTES:
+        return None
+    f.seek(0)
+    try:
+        doc = json.loads(f.read().decode("utf-8"))
+    except ValueError:
+        return None
+    if isinstance(doc, dict) and (isinstance(doc.get("messages"), list) or isinstance(doc.get("history"), list)):
+        return doc
+    if isinstance(doc, list) and doc and all(isinstance(c, dict) and "parts" in c for c in doc):
+        return doc
+    return None
+
+
+def _parse_gemini_whole(doc, ctx):
+    if isinstance(doc, list) or "messages" not in doc:
+        yield from _gemini_checkpoint(doc, ctx)
+        return
+    sid = doc.get("sessionId") if isinstance(doc.get("sessionId"), str) and doc.get("sessionId") else \
+        ctx.default_session
+    last = {}
+    for i, m in enumerate(doc["messages"]):
+        if isinstance(m, dict) and isinstance(m.get("id"), str):
+            last[m["id"]] = i
+    for i, m in enumerate(doc["messages"]):
+        if not isinstance(m, dict) or not isinstance(m.get("id"), str):
+            yield Malformed(1, f"message {i} has no id")
+        elif last[m["id"]] == i:
+            yield from _gemini_records(m, sid, 1)
+
+
 def parse_gemini(f, ctx):
     """Two passes: the first (ids only) applies upserts and rewinds, the second yields records.
 
-    A record id written several times is imported once, from its last version;
-    ``{"$rewindTo": id}`` drops that record and all after it (all records when
-    the id is unknown), and what an earlier import stored of them is forgotten.
-    In an incremental import a rewind needs the whole file: ``_Rescan``.
+    A record id written several times is imported once, from its last version
+    (a ``{"$set": {"messages": [...]}}`` line, written after /compress, writes
+    each record in it once more); ``{"$rewindTo": id}`` drops that record and
+    all after it (all records when the id is unknown), and what an earlier
+    import stored of them is forgotten. In an incremental import a rewind needs
+    the whole file: ``_Rescan``. A session written as one JSON document (the
+    legacy ``session-*.json``, a ``/chat save`` checkpoint) is read whole.
     """
+    doc = _gemini_whole(f, ctx)
+    if doc is not None:
+        if ctx.start > 0:
+            raise _Rescan()
+        yield from _parse_gemini_whole(doc, ctx)
+        size = f.seek(0, os.SEEK_END)
+        ctx.pos = size
+        return
     sid = None
     if ctx.start > 0:
         first = _first_json(f)
         if first and isinstance(first.get("sessionId"), str):
             sid = first["sessionId"]
-    last = {}  # record id -> line number of its last version, in order of first appearance
+    last = {}  # record id -> (line number, index in a $set list or None) of its last version, in order
     rewound = set()
     for n, raw in _lines(f, ctx):
         try:
@@ -684,8 +971,12 @@ def parse_gemini(f, ctx):
             for rid in ids[cut:]:
                 del last[rid]
                 rewound.add(rid)
+        elif _gemini_set_messages(obj) is not None:
+            for i, m in enumerate(_gemini_set_messages(obj)):
+                if isinstance(m, dict) and isinstance(m.get("id"), str):
+                    last[m["id"]] = (n, i)
         elif isinstance(obj.get("id"), str) and "$set" not in obj:
-            last[obj["id"]] = n
+            last[obj["id"]] = (n, None)
         elif sid is None and isinstance(obj.get("sessionId"), str) and obj.get("sessionId"):
             sid = obj["sessionId"]
     end = ctx.pos
@@ -697,7 +988,15 @@ def parse_gemini(f, ctx):
         if isinstance(obj, Malformed):
             yield obj
             continue
-        if "$rewindTo" in obj or "$set" in obj:
+        if "$rewindTo" in obj:
+            continue
+        msgs = _gemini_set_messages(obj)
+        if msgs is not None:
+            for i, m in enumerate(msgs):
+                if isinstance(m, dict) and last.get(m.get("id")) == (n, i):
+                    yield from _gemini_records(m, sid, n)
+            continue
+        if "$set" in obj:
             continue
         rid = obj.get("id")
         if not isinstance(rid, str):
@@ -705,7 +1004,7 @@ def parse_gemini(f, ctx):
                 continue  # the metadata line
             yield Malformed(n, "neither a record (id) nor metadata (sessionId)")
             continue
-        if last.get(rid) != n:
+        if last.get(rid) != (n, None):
             continue  # an older version, or rewound
         yield from _gemini_records(obj, sid, n)
 
@@ -716,7 +1015,8 @@ _AIDER_START = "# aider chat started at "
 
 
 def parse_aider(f, ctx):
-    """``#### `` lines are the user's, ``> `` lines tool output, the rest the assistant's."""
+    """``#### `` lines are the user's (prompts), ``> `` lines aider's output (tool results), the rest
+    the assistant's replies."""
     import time as _time
 
     session, session_ts = ctx.default_session, None
@@ -728,8 +1028,12 @@ def parse_aider(f, ctx):
         text = "\n".join(block).strip("\n")
         if not text.strip():
             return None
-        role = {"user": "user", "tool": "tool", "assistant": "assistant"}[kind]
-        return _rec(role, text, session, "aider", f"aider:{session}:{block_line}:{_sha(text)[:16]}", session_ts)
+        key = f"aider:{session}:{block_line}:{_sha(text)[:16]}"
+        if kind == "user":
+            return _user(text, session, "aider", key, session_ts)
+        if kind == "tool":
+            return _result(text, session, "aider", key, session_ts)
+        return _rec("reply", text, session, "aider", key, session_ts)
 
     for n, raw in _lines(f, ctx):
         line = raw.decode("utf-8", errors="replace")
@@ -744,7 +1048,9 @@ def parse_aider(f, ctx):
             except ValueError:
                 session_ts = None
             continue
-        if line == "####" or line.startswith("#### "):
+        if (line == "####" or line.startswith("#### ")) and (kind != "assistant" or line.endswith("  ")):
+            # aider writes what the user typed as "#### " lines ending in two spaces (a markdown
+            # line break); a "#### " line inside a reply without them is a heading of the reply
             this, text = "user", line[5:]
         elif line.startswith(">") and (len(line) == 1 or line[1] == " "):
             this, text = "tool", line[2:]
@@ -773,9 +1079,10 @@ def _columns(db, table):
     return {r[1] for r in db.execute(f"PRAGMA table_info([{table}])")}
 
 
-def _llm_part(role, row):
-    """(role, text) of a part row of the message store (llm >= 0.32)."""
-    ptype, text, payload, tool = row
+def _llm_part(row):
+    """(kind, text or args, name, call id) of a part row of the message store (llm >= 0.32);
+    kind is "text", "tool_call", "tool_result" or None (reasoning, empty attachments)."""
+    ptype, text, payload, tool = row[:4]
     data = None
     if isinstance(payload, str) and payload:
         try:
@@ -784,22 +1091,69 @@ def _llm_part(role, row):
             data = None
     if not isinstance(data, dict):
         data = {}
+    cid = data.get("tool_call_id") if isinstance(data.get("tool_call_id"), str) else None
     if ptype in ("reasoning", "thinking"):
-        return role, ""
+        return None, "", None, None
     if ptype == "tool_call":
         name = tool or data.get("name")
         args = data.get("arguments", data.get("args", data.get("input", {})))
-        return "assistant", f"[tool_call {name}] {args if isinstance(args, str) else _dumps(args)}"
+        return "tool_call", args, name, cid
     if isinstance(text, str):
         body = text
     else:
         val = next((data[k] for k in ("text", "output", "content") if k in data), "")
         body = val if isinstance(val, str) else _dumps(val)
     if ptype == "tool_result":
-        return "tool", body
+        return "tool_result", body, tool or data.get("name"), cid
     if ptype in ("attachment", "image") and not body:
-        return role, ""
-    return role, body
+        return None, "", None, None
+    return "text", body, None, None
+
+
+def _llm_message(h, role, parts, session, ts):
+    """The records of one message: its text (kind by role) and its tool calls and results.
+
+    The first record keeps the message's key ``llm:msg:<hash>``; the others are
+    ``llm:msg:<hash>:<position>``.
+    """
+    texts, tools = [], []
+    for pos, prow in parts:
+        kind, body, name, cid = _llm_part(prow)
+        if kind == "text" and body.strip():
+            texts.append(body)
+        elif kind == "tool_call":
+            tools.append(_call(name, body, session, "llm", f"llm:msg:{h}:{pos}", ts, call_id=cid))
+        elif kind == "tool_result" and body.strip():
+            tools.append(_result(body, session, "llm", f"llm:msg:{h}:{pos}", ts, tool=name, call_id=cid))
+    out = []
+    text = "\n".join(texts)
+    key = f"llm:msg:{h}"
+    if text.strip():
+        if role == "user":
+            out.append(_user(text, session, "llm", key, ts))
+        elif role == "system":
+            out.append(_rec("meta", text, session, "llm", key, ts, subtype="system"))
+        elif role == "tool":
+            out.append(_result(text, session, "llm", key, ts))
+        else:
+            out.append(_rec("reply", text, session, "llm", key, ts))
+    elif tools:
+        tools[0]["dedup"] = key
+    return out + tools
+
+
+def _llm_legacy_tools(db, tables, table, value):
+    """response id -> [(row id, name, value, tool_call_id)] of llm's tool_calls / tool_results tables."""
+    if table not in tables:
+        return {}
+    cols = _columns(db, table)
+    if not {"id", "response_id"} <= cols:
+        return {}
+    sel = ", ".join(c if c in cols else "NULL" for c in ("response_id", "id", "name", value, "tool_call_id"))
+    out = {}
+    for rid, tid, name, val, cid in db.execute(f"SELECT {sel} FROM [{table}] ORDER BY id"):
+        out.setdefault(rid, []).append((tid, name, val, cid))
+    return out
 
 
 def parse_llm(path, ctx):
@@ -846,8 +1200,11 @@ def parse_llm(path, ctx):
             pcols = _columns(db, "parts")
             order = "position" if "position" in pcols else "rowid"
             sel = ", ".join(c if c in pcols else "NULL" for c in ("type", "text", "payload", "tool_name"))
+            hcols = _columns(db, "threads")
+            thread_when = "datetime_utc" if "datetime_utc" in hcols else "NULL"
             emitted = set()  # forks share their first messages: each is imported with the first thread
-            for tid, tip in db.execute("SELECT id, tip_message_hash FROM threads ORDER BY rowid").fetchall():
+            for tid, tip, started in db.execute(
+                    f"SELECT id, tip_message_hash, {thread_when} FROM threads ORDER BY rowid").fetchall():
                 tick()
                 session = str(tid)
                 when = {}
@@ -866,43 +1223,48 @@ def parse_llm(path, ctx):
                         break
                     chain.append((h, row[1]))
                     h = row[0]
-                ts = None
-                for h, role in reversed(chain):
-                    ts = when.get(h, ts)
+                chain.reverse()
+                # messages before the first turn's time (a system prompt) happened when the thread began
+                ts = next((when[h] for h, _r in chain if when.get(h) is not None), None) or _ts(started)
+                for h, role in chain:
+                    ts = when.get(h) or ts
                     if h in emitted:
                         continue
                     emitted.add(h)
-                    texts, out_role = [], role if role in ("user", "assistant", "system", "tool") else "user"
-                    roles = set()
-                    for prow in db.execute(f"SELECT {sel} FROM parts WHERE message_hash = ? ORDER BY {order}", (h,)):
-                        r, t = _llm_part(out_role, prow)
-                        if t.strip():
-                            texts.append(t)
-                            roles.add(r)
-                    if roles == {"tool"}:
-                        out_role = "tool"
-                    text = "\n".join(texts)
-                    if text.strip():
-                        yield _rec(out_role, text, session, "llm", f"llm:msg:{h}", ts)
+                    role = role if role in ("user", "assistant", "system", "tool") else "user"
+                    parts = [(r[0], r[1:]) for r in db.execute(
+                        f"SELECT {order}, {sel} FROM parts WHERE message_hash = ? ORDER BY {order}", (h,))]
+                    yield from _llm_message(h, role, parts, session, ts)
         if "responses" in tables:
             rcols = _columns(db, "responses")
             sel = ", ".join(c if c in rcols else "NULL" for c in
-                            ("id", "prompt", "response", "conversation_id", "datetime_utc"))
+                            ("id", "prompt", "response", "conversation_id", "datetime_utc", "system"))
+            calls = _llm_legacy_tools(db, tables, "tool_calls", "arguments")
+            results = _llm_legacy_tools(db, tables, "tool_results", "output")
             cur = db.execute(f"SELECT {sel} FROM responses ORDER BY rowid")
             while True:
                 rows = cur.fetchmany(200)
                 if not rows:
                     break
-                for rid, prompt, response, conv, when in rows:
+                for rid, prompt, response, conv, when, system in rows:
                     tick()
                     if rid in turn_ids:
                         continue
                     session = str(conv) if conv else "llm"
                     ts = _ts(when)
+                    if isinstance(system, str) and system.strip():
+                        yield _rec("meta", system, session, "llm", f"llm:{rid}:system", ts, subtype="system")
+                    for tcid, name, output, cid in results.get(rid, ()):  # sent with this prompt
+                        if isinstance(output, str) and output.strip():
+                            yield _result(output, session, "llm", f"llm:{rid}:tool_result:{tcid}", ts, tool=name,
+                                          call_id=cid)
                     if isinstance(prompt, str) and prompt.strip():
-                        yield _rec("user", prompt, session, "llm", f"llm:{rid}:user", ts)
+                        yield _user(prompt, session, "llm", f"llm:{rid}:user", ts)
                     if isinstance(response, str) and response.strip():
-                        yield _rec("assistant", response, session, "llm", f"llm:{rid}:assistant", ts)
+                        yield _rec("reply", response, session, "llm", f"llm:{rid}:assistant", ts)
+                    for tcid, name, args, cid in calls.get(rid, ()):  # what the model asked to run
+                        yield _call(name, args if args is not None else {}, session, "llm",
+                                    f"llm:{rid}:tool_call:{tcid}", ts, call_id=cid)
     except sqlite3.DatabaseError as e:
         raise ImportFailed(f"{path}: cannot read it as an llm logs.db ({e})") from None
     finally:
@@ -929,8 +1291,10 @@ def _sniff_line(obj, n):
         return "claude"
     if kind == "file-history-snapshot" or ("sessionId" in obj and "uuid" in obj and "parentUuid" in obj):
         return "claude"
-    if "role" in obj:
+    if "role" in obj or ("kind" in obj and "content" in obj):
         return "jsonl"
+    if isinstance(obj.get("messages"), list) and all(isinstance(m, dict) and "role" in m for m in obj["messages"]):
+        return "jsonl"  # {"messages": [...]} a line, as fine-tuning files are
     if isinstance(obj.get("id"), str) and kind in ("user", "gemini", "info", "error", "warning"):
         return "gemini"
     if n == 1 and isinstance(obj.get("id"), str) and "instructions" in obj:
@@ -968,6 +1332,8 @@ def detect_format(path):
                     fmt = _sniff_line(obj, n)
                     if fmt:
                         return fmt
+            if _gemini_whole(f, None) is not None:
+                return "gemini"  # a legacy session file or a checkpoint: one JSON document, maybe pretty
     except OSError as e:
         raise ImportFailed(f"{path}: cannot read it: {e.strerror or e}") from None
     raise ImportFailed(f"{path}: cannot tell which tool wrote it; name the format with --format", ExitCode.USAGE)
