@@ -11,12 +11,18 @@ import time
 
 from ctxd import paths
 from ctxd.activation import detectors, envdiff
-from ctxd.paths import _sha1_hex
 from ctxd.activation.state import STATE_VAR, WATCH_VAR, State, decode, encode
 from ctxd.errors import StateError
 
-FAST_LEAVE = {"bash": "_ctxd_fast_leave", "zsh": "_ctxd_fast_leave", "fish": "__ctxd_fast_leave"}
 MANAGED = ("CTXD_ROOT", "CTXD_TYPES", "CTXD_CONTEXT_DIR", "CTXD_STATUS")
+
+
+def _sha1_hex(text):
+    try:  # the builtin module is cheap; hashlib loads OpenSSL (~13 ms)
+        from _sha1 import sha1
+    except ImportError:  # pragma: no cover - builds without builtin hashes
+        from hashlib import sha1
+    return sha1(text.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def logical_pwd(environ):
@@ -120,7 +126,7 @@ def watch_value(plan, environ):
 def _stamp(root, mtime_ns, environ):
     """A file whose mtime is *mtime_ns*: the hooks test `watched -nt stamp`."""
     d = paths.stamp_dir(environ)
-    name = paths._sha1_hex(f"{root}\0{mtime_ns}")[:20]
+    name = _sha1_hex(f"{root}\0{mtime_ns}")[:20]
     path = os.path.join(d, name)
     try:
         if os.stat(path).st_mtime_ns == mtime_ns:
@@ -183,8 +189,7 @@ def render(shell, environ, t):
         out.append(restore_function(shell, t) if t.state else shell.drop_restore())
         # Without on_leave hooks, leaving for a plain directory needs no ctxd process:
         # the hook may call the restore function itself (see shell/ templates).
-        fast = "1" if t.state and not t.state.leave else "0"
-        out.append(shell.set_flag(FAST_LEAVE[shell.name], fast))
+        out.append(shell.fast_leave(bool(t.state and not t.state.leave)))
     for w in t.warnings:
         out.append(shell.warn(w))
     return shell.join(out)

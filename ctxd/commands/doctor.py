@@ -42,7 +42,9 @@ class Check:
 # -- helpers -------------------------------------------------------------------
 
 def _hook_line(shell):
-    return "ctxd hook fish | source" if shell == "fish" else f'eval "$(ctxd hook {shell})"'
+    from ctxd.shells import get_shell
+
+    return get_shell(shell).install_line
 
 
 def _load_fix(shell):
@@ -52,40 +54,21 @@ def _load_fix(shell):
 
 def _drop_state_cmd(shell):
     """Undo ctxd's changes with the hook's restore function (when there is one), drop the state."""
-    if shell == "fish":
-        return "functions -q __ctxd_restore; and __ctxd_restore; set -e CTXD_STATE CTXD_WATCH"
-    return "_ctxd_restore 2>/dev/null; unset CTXD_STATE CTXD_WATCH"
+    from ctxd.shells import get_shell
 
-
-def _rc_candidates(shell, environ):
-    home = environ.get("HOME") or os.path.expanduser("~")
-    if shell == "bash":
-        return [os.path.join(home, f) for f in (".bashrc", ".bash_profile", ".bash_login", ".profile")]
-    if shell == "zsh":
-        zdot = environ.get("ZDOTDIR") or home
-        return [os.path.join(zdot, f) for f in (".zshrc", ".zprofile", ".zshenv", ".zlogin")]
-    cfg = environ.get("XDG_CONFIG_HOME", "")
-    cfg = cfg if cfg.startswith("/") else os.path.join(home, ".config")
-    fish = os.path.join(cfg, "fish")
-    found = [os.path.join(fish, "config.fish")]
-    try:
-        found += sorted(os.path.join(fish, "conf.d", f) for f in os.listdir(os.path.join(fish, "conf.d"))
-                        if f.endswith(".fish"))
-    except OSError:
-        pass
-    return found
+    return get_shell(shell).drop_state_command()
 
 
 def _rc_hook_line(shell, environ):
     """(file, line number) of the first uncommented line that loads ctxd's hook, or None."""
-    for path in _rc_candidates(shell, environ):
+    from ctxd.shells import get_shell
+
+    sh = get_shell(shell)
+    for path in sh.rc_candidates(environ):
         try:
             with open(path, encoding="utf-8", errors="replace") as f:
                 for n, line in enumerate(f, 1):
-                    text = line.strip()
-                    if text.startswith("#"):
-                        continue
-                    if "ctxd hook" in text and (shell in text or "ctxd hook)" in text or text.endswith("ctxd hook")):
+                    if sh.loads_hook(line):
                         return path, n
         except OSError:
             continue
@@ -203,15 +186,16 @@ def check_hook(shell, environ, rc_found):
 
 
 def check_rc(shell, environ, rc_found):
-    from ctxd.commands.setup import RC
+    from ctxd.shells import get_shell
 
     if shell is None:
         return Check("rc file", SKIP, "unknown shell")
     if rc_found:
         path, n = rc_found
         return Check("rc file", OK, f"{_tilde(path, environ)}:{n} loads the hook")
-    return Check("rc file", WARN, f"{RC[shell][0]} does not load the hook (new shells start without ctxd)",
-                 f"ctxd setup --shell {shell} --write   (adds: {RC[shell][1]})")
+    sh = get_shell(shell)
+    return Check("rc file", WARN, f"{sh.rc_file} does not load the hook (new shells start without ctxd)",
+                 f"ctxd setup --shell {shell} --write   (adds: {sh.install_line})")
 
 
 def check_command(environ):
@@ -230,16 +214,18 @@ def check_prompt_command(environ):
         return Check("PROMPT_COMMAND", SKIP,
                      "not exported, so its order cannot be seen from here; to check it: "
                      "PROMPT_COMMAND=\"${PROMPT_COMMAND[*]}\" ctxd doctor")
-    first = pc.strip().split(";", 1)[0].split()
-    first = first[0] if first else ""
-    if "_ctxd_hook" not in pc.replace(";", " ").split():
-        return Check("PROMPT_COMMAND", WARN, "does not run _ctxd_hook", _load_fix("bash"))
-    if first == "_ctxd_hook":
-        return Check("PROMPT_COMMAND", OK, "_ctxd_hook runs first")
+    from ctxd.shells import get_shell
+
+    bash = get_shell("bash")
+    runs, first = bash.prompt_command_order(pc)
+    if not runs:
+        return Check("PROMPT_COMMAND", WARN, f"does not run {bash.hook_fn}", _load_fix("bash"))
+    if first == bash.hook_fn:
+        return Check("PROMPT_COMMAND", OK, f"{bash.hook_fn} runs first")
     return Check("PROMPT_COMMAND", WARN,
-                 f"_ctxd_hook runs after {first!r}, which sees the environment before ctxd updates it",
-                 "something in ~/.bashrc prepends to PROMPT_COMMAND after ctxd's line: move "
-                 "eval \"$(ctxd hook bash)\" below it (ctxd installs itself first in line)")
+                 f"{bash.hook_fn} runs after {first!r}, which sees the environment before ctxd updates it",
+                 f"something in {bash.rc_file} prepends to PROMPT_COMMAND after ctxd's line: move "
+                 f"{bash.install_line} below it (ctxd installs itself first in line)")
 
 
 def check_interpreter():
@@ -383,30 +369,25 @@ def check_trust(environ):
 
 
 def check_store(environ):
-    import sqlite3
-
-    from ctxd.memory.store import DB_NAME, Store, StoreCorrupt, StoreError
+    from ctxd.memory.core import ProjectMemory
+    from ctxd.memory.store import StoreCorrupt, StoreError
 
     try:
-        from ctxd.memory.project import locate
-
-        project = locate(environ=dict(environ))
+        mem = ProjectMemory.at(environ=dict(environ), redact=False)
     except Exception as e:
         return [Check("store", WARN, f"cannot tell this directory's project: {e}", "ctxd show")]
-    db = os.path.join(project.context_dir, DB_NAME)
-    if not os.path.exists(db):
-        return [Check("store", OK, f"no conversation store for {project.root} yet")]
-    recover = f"cd {shlex.quote(project.root)} && ctxd chat recover   (the damaged file is kept)"
-    fails, warns = _private_tree(project.context_dir)  # before opening: that makes the db 0600
+    db = mem.paths.store
+    if not mem.exists():
+        return [Check("store", OK, f"no conversation store for {mem.root} yet")]
+    recover = f"cd {shlex.quote(mem.root)} && ctxd chat recover   (the damaged file is kept)"
+    fails, warns = _private_tree(mem.context_dir)  # before opening: that makes the db 0600
     try:
-        with Store(project.context_dir, create=False) as store:
-            result = store.integrity()
+        with mem:
+            result = mem.integrity()
     except StoreCorrupt:
         out = [Check("store", FAIL, f"{db} is corrupt (not a readable SQLite database)", recover)]
     except StoreError as e:
         out = [Check("store", FAIL, e.message, "upgrade ctxd" if "newer ctxd" in e.message else recover)]
-    except sqlite3.DatabaseError as e:
-        out = [Check("store", FAIL, f"{db}: {e}", recover)]
     else:
         if result == "ok":
             out = [Check("store", OK, f"{db}: integrity ok")]
@@ -414,6 +395,7 @@ def check_store(environ):
             problems = [l for l in str(result).splitlines() if l.strip() and not l.startswith("***")] or [str(result)]
             more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
             out = [Check("store", FAIL, f"{db}: integrity check failed: {problems[0]}{more}", recover)]
+    project = mem.project
     q = shlex.quote(project.context_dir)
     if fails:
         out.append(Check("store files", FAIL, fails[0], f"chown -R \"$(id -u)\" {q} && chmod -R go-rwx {q}"))

@@ -1,26 +1,6 @@
 import click
 
-from ctxd.errors import UsageError
-from ctxd.shells import SUPPORTED
-
-
-def detect_shell():
-    """The shell ctxd runs under (shellingham), or a UsageError saying so."""
-    import os
-
-    import shellingham
-
-    try:
-        name, _path = shellingham.detect_shell()
-    except shellingham.ShellDetectionFailure:
-        env_shell = os.environ.get("SHELL", "")
-        name = os.path.basename(env_shell)
-        if not name:
-            raise UsageError("cannot detect the shell; name it: ctxd hook bash|zsh|fish") from None
-    name = os.path.basename(name).lstrip("-")
-    if name not in SUPPORTED:
-        raise UsageError(f"unsupported shell {name!r}; name one: ctxd hook bash|zsh|fish")
-    return name
+from ctxd.shell_detect import detect_shell  # noqa: F401  (also imported from here by older callers)
 
 
 @click.command()

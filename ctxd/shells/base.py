@@ -1,4 +1,11 @@
-"""What every shell shares: value checks, the hook template loader."""
+"""What every shell shares: value checks, the hook template loader, and the
+Shell base class: the one place that knows a shell's text (the hook, the
+export code, the rc-file line, the commands a user types to undo ctxd).
+
+Hot path: this package must import nothing heavy (no click, psutil,
+shellingham, platformdirs, typing, re, json, base64, tomllib);
+tests/test_shell_text.py checks it on the source.
+"""
 
 import os
 import sys
@@ -48,17 +55,18 @@ def export_command():
     directories that hold ctxd and its import-time dependencies put back on
     sys.path explicitly.
     """
+    import importlib.util
+
     import ctxd
 
     dirs = [os.path.dirname(os.path.dirname(os.path.abspath(ctxd.__file__)))]
-    try:
-        import platformdirs  # needed on the hot path only off Linux
-
-        d = os.path.dirname(os.path.dirname(os.path.abspath(platformdirs.__file__)))
+    # platformdirs is needed on the hot path only off Linux; find_spec locates
+    # it without importing it
+    spec = importlib.util.find_spec("platformdirs")
+    if spec is not None and spec.origin:
+        d = os.path.dirname(os.path.dirname(os.path.abspath(spec.origin)))
         if d not in dirs:
             dirs.append(d)
-    except ImportError:
-        pass
     code = f"import sys;sys.path[:0]={dirs!r};from ctxd._entry import export_main;export_main()"
     return [sys.executable, "-I", "-S", "-c", code]
 
@@ -66,6 +74,39 @@ def export_command():
 class Shell:
     name = ""
     template = ""
+    restore_fn = ""       # the function the export defines to undo itself
+    fast_leave_var = ""   # non-exported flag: the hook may leave without ctxd
+    rc_file = ""          # where the install line goes, as shown to the user
+
+    # -- what the user puts in, or types into, the shell ---------------------
+    @property
+    def install_line(self):
+        """The line that loads the hook (in the rc file, or typed now)."""
+        return f'eval "$(ctxd hook {self.name})"'
+
+    def rc_block(self):
+        """What `ctxd setup --write` appends to the rc file."""
+        return f"\n# ctxd: project environments on cd\n{self.install_line}\n"
+
+    def rc_candidates(self, environ):
+        """Every startup file that may load the hook, in the order the shell reads them."""
+        raise NotImplementedError
+
+    def loads_hook(self, line):
+        """Whether one rc-file line loads ctxd's hook for this shell (comments do not)."""
+        text = line.strip()
+        if text.startswith("#") or "ctxd hook" not in text:
+            return False
+        return self.name in text or "ctxd hook)" in text or text.endswith("ctxd hook")
+
+    def drop_state_command(self):
+        """One line a user types to undo ctxd's changes (with the hook's restore
+        function, when there is one) and drop its state; the hook re-activates at
+        the next prompt."""
+        raise NotImplementedError
+
+    def home(self, environ):
+        return environ.get("HOME") or os.path.expanduser("~")
 
     # -- primitives each shell defines ------------------------------------
     def quote(self, value):
@@ -92,6 +133,15 @@ class Shell:
     def if_value(self, name, value, statement):
         """Run *statement* only while *name* still holds *value* (None: unset)."""
         raise NotImplementedError
+
+    def set_flag(self, name, value):
+        """A plain (non-exported) global shell variable the hook reads."""
+        raise NotImplementedError
+
+    def fast_leave(self, allowed):
+        """Tell the hook whether it may undo this activation without ctxd
+        (the restore function is exact when no on_leave hook has to run)."""
+        return self.set_flag(self.fast_leave_var, "1" if allowed else "0")
 
     def join(self, statements):
         return "".join(s + "\n" for s in statements)

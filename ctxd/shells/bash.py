@@ -1,4 +1,9 @@
-"""bash: ``$'...'`` quoting (one line of ASCII that round-trips any bytes)."""
+"""bash: ``$'...'`` quoting (one line of ASCII that round-trips any bytes).
+
+Everything printed here runs on bash 3.2 (macOS /bin/bash) as well as 5.x.
+"""
+
+import os
 
 from ctxd.shells.base import Shell, check_name, check_value, to_bytes
 
@@ -26,6 +31,23 @@ class Bash(Shell):
     name = "bash"
     template = "ctxd.bash"
     restore_fn = "_ctxd_restore"
+    fast_leave_var = "_ctxd_fast_leave"
+    hook_fn = "_ctxd_hook"
+    rc_file = "~/.bashrc"
+    startup_files = (".bashrc", ".bash_profile", ".bash_login", ".profile")
+
+    def rc_candidates(self, environ):
+        return [os.path.join(self.home(environ), f) for f in self.startup_files]
+
+    def drop_state_command(self):
+        return f"{self.restore_fn} 2>/dev/null; unset CTXD_STATE CTXD_WATCH"
+
+    def prompt_command_order(self, value):
+        """Where the hook stands in PROMPT_COMMAND as exported (an array arrives
+        joined by spaces): (runs_hook, the first command there or "")."""
+        first = value.strip().split(";", 1)[0].split()
+        first = first[0] if first else ""
+        return self.hook_fn in value.replace(";", " ").split(), first
 
     def quote(self, value):
         return ansi_c_quote(value)
@@ -39,19 +61,19 @@ class Bash(Shell):
         return f"unset {check_name(name)}"
 
     def warn(self, message):
-        return f"printf '%s\\n' {self.quote(message)} >&2"
+        # \builtin: a user's alias or function named printf cannot interfere
+        return f"\\builtin printf '%s\\n' {self.quote(message)} >&2"
 
     def define_restore(self, statements):
         body = "; ".join(statements) if statements else ":"
         return f"{self.restore_fn}() {{ {body}; }}"
 
     def set_flag(self, name, value):
-        """A plain (non-exported) global shell variable the hook reads."""
         check_name(name)
         return f"{name}={self.quote(value)}"
 
     def drop_restore(self):
-        return f"unset -f {self.restore_fn}"
+        return f"\\builtin unset -f {self.restore_fn}"
 
     def if_value(self, name, value, statement):
         check_name(name)

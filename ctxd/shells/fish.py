@@ -1,6 +1,8 @@
 """fish: single quotes escape only ' and backslash, so control bytes go outside
 quotes as ``\\xHH``; PATH is a list."""
 
+import os
+
 from ctxd.shells.base import Shell, check_name, check_value, to_bytes
 
 
@@ -37,6 +39,29 @@ class Fish(Shell):
     name = "fish"
     template = "ctxd.fish"
     restore_fn = "__ctxd_restore"
+    fast_leave_var = "__ctxd_fast_leave"
+    rc_file = "~/.config/fish/config.fish"
+
+    @property
+    def install_line(self):
+        return "ctxd hook fish | source"
+
+    def rc_candidates(self, environ):
+        home = self.home(environ)
+        cfg = environ.get("XDG_CONFIG_HOME", "")
+        cfg = cfg if cfg.startswith("/") else os.path.join(home, ".config")
+        fish = os.path.join(cfg, "fish")
+        found = [os.path.join(fish, "config.fish")]
+        try:
+            found += sorted(os.path.join(fish, "conf.d", f) for f in os.listdir(os.path.join(fish, "conf.d"))
+                            if f.endswith(".fish"))
+        except OSError:
+            pass
+        return found
+
+    def drop_state_command(self):
+        return (f"builtin functions -q {self.restore_fn}; and {self.restore_fn}; "
+                "set -e CTXD_STATE CTXD_WATCH")
 
     def quote(self, value):
         return fish_quote(value)
@@ -55,19 +80,18 @@ class Fish(Shell):
         return f"set -e -g {check_name(name)}"
 
     def warn(self, message):
-        return f"printf '%s\\n' {self.quote(message)} >&2"
+        return f"builtin printf '%s\\n' {self.quote(message)} >&2"
 
     def define_restore(self, statements):
         body = "; ".join(statements) if statements else "true"
         return f"function {self.restore_fn}; {body}; end"
 
     def set_flag(self, name, value):
-        """A plain (non-exported) global shell variable the hook reads."""
         check_name(name)
         return f"set -g {name} {self.quote(value)}"
 
     def drop_restore(self):
-        return f"functions -e {self.restore_fn}"
+        return f"builtin functions -e {self.restore_fn}"
 
     def if_value(self, name, value, statement):
         check_name(name)
