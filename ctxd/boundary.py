@@ -32,7 +32,6 @@ and nothing but ``os`` and ``sys`` at import time.
 import os
 import sys
 
-INTERRUPTED = 130  # 128 + SIGINT, what shells report for a Ctrl-C'd command
 REASON_MAX = 300  # characters of an exception's text kept in a log entry's heading
 LINE_REASON_MAX = 120  # ... and in a hook's stderr line
 
@@ -99,9 +98,13 @@ def _is_domain(exc):
     return isinstance(exc, CtxdError)
 
 
+def _message(exc):
+    return getattr(exc, "message", None) or str(exc)
+
+
 def describe(exc):
     """*exc* on one line: a domain error's message, else ``Class: text``."""
-    text = exc.message if _is_domain(exc) else f"{exc.__class__.__name__}: {exc}"
+    text = _message(exc) if _is_domain(exc) else f"{exc.__class__.__name__}: {exc}"
     return " ".join(str(text).splitlines())
 
 
@@ -112,10 +115,10 @@ def failure(exc, where, log=False):
     reason = describe(exc)
     log_path = log_exception(f"{where}: {reason[:REASON_MAX]}", exc) if log else None
     if _is_domain(exc):
-        return Failure(exc.message, exc.exit_code, log_path=log_path, reason=reason,
+        return Failure(_message(exc), exc.exit_code, log_path=log_path, reason=reason,
                        not_found=isinstance(exc, NotFoundError))
     if isinstance(exc, KeyboardInterrupt):
-        return Failure("interrupted", INTERRUPTED, log_path=log_path, reason="interrupted")
+        return Failure("interrupted", ExitCode.INTERRUPTED, log_path=log_path, reason="interrupted")
     if isinstance(exc, BrokenPipeError):
         return Failure("", ExitCode.OK, log_path=log_path, reason=reason, quiet=True)
     if log_path is None:
@@ -125,7 +128,8 @@ def failure(exc, where, log=False):
                    reason=reason)
 
 
-def _say(line, stream=None):
+def say(line, stream=None):
+    """Write one line to stderr (or *stream*); never raises."""
     stream = sys.stderr if stream is None else stream
     try:
         stream.write(line + "\n")
@@ -138,7 +142,7 @@ def cli_exit(exc, where="cli"):
     """The CLI's answer to *exc*: ``ctxd: <message>`` on stderr; returns the exit code."""
     f = failure(exc, where)
     if not f.quiet:
-        _say(f"ctxd: {f.message}")
+        say(f"ctxd: {f.message}")
     return f.exit_code
 
 
@@ -149,5 +153,5 @@ def hook_exit(exc, tool):
     """
     f = failure(exc, f"chat hook {tool}", log=True)
     reason = f.reason[:LINE_REASON_MAX]
-    _say(f"ctxd: chat hook {tool}: nothing recorded ({reason}){f'; see {f.log_path}' if f.log_path else ''}")
+    say(f"ctxd: chat hook {tool}: nothing recorded ({reason}){f'; see {f.log_path}' if f.log_path else ''}")
     return 0

@@ -1,8 +1,11 @@
 """Domain exceptions and the exit codes they map to.
 
-The library raises; the one error boundary in ``ctxd.cli`` (and the export
-entry point) turns a ``CtxdError`` into ``ctxd: <message>`` on stderr and its
-exit code. Exit codes are documented in README.md ("Exit codes").
+The library raises; the one error boundary (``ctxd.boundary``) maps what it
+raises for every protocol: on the command line a ``CtxdError`` becomes
+``ctxd: <message>`` on stderr and its exit code; AI CLI hooks and the MCP
+server answer with the same message their own way. Every error ctxd raises
+for a user derives from ``CtxdError`` (tests/test_architecture.py checks it).
+Exit codes are documented in README.md ("Exit codes").
 """
 
 
@@ -15,6 +18,7 @@ class ExitCode:
     UNTRUSTED = 5  # the file is not trusted (ctxd allow)
     STATE = 6  # the shell state variable was corrupt; environment unloaded
     VALUE = 7  # a value cannot be represented (e.g. NUL byte in a variable)
+    INTERRUPTED = 130  # Ctrl-C: 128 + SIGINT, what shells report for an interrupted command
 
 
 class CtxdError(Exception):

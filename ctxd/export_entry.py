@@ -24,7 +24,7 @@ def export_main(argv=None):
     if len(argv) != 1 or argv[0] in ("-h", "--help"):
         sys.stderr.write("usage: ctxd export bash|zsh|fish\n")
         sys.exit(2)
-    from ctxd.boundary import cli_exit, failure
+    from ctxd.boundary import cli_exit, failure, say
     from ctxd.shells import get_shell
 
     try:
@@ -37,12 +37,11 @@ def export_main(argv=None):
         code, status = export(shell, os.environ)
     except (Exception, KeyboardInterrupt) as e:  # never a traceback into the user's prompt
         f = failure(e, "export")
-        if f.is_bug:
-            message = f"export failed: {f.reason}{f.details}"
-        elif f.quiet or isinstance(e, KeyboardInterrupt):  # nothing printed: the shell stays as it was
-            sys.exit(cli_exit(e, "export"))
-        else:
-            message = f.message
+        if f.quiet or isinstance(e, KeyboardInterrupt):  # no code printed: the shell stays as it was
+            if not f.quiet:
+                say(f"ctxd: {f.message}")
+            sys.exit(f.exit_code)
+        message = f"export failed: {f.reason}{f.details}" if f.is_bug else f.message
         try:
             _write(shell.join([shell.warn(f"ctxd: {message}")]))
         except OSError:
