@@ -207,7 +207,9 @@ def describe_call(name, args, paths=None, command=None):
     if command:
         return _one_line(f"{name}: {command}")
     d = args if isinstance(args, dict) else {}
-    for k in ("query", "url", "pattern", "description", "prompt", "question", "request"):
+    if isinstance(d.get("pattern"), str) and d["pattern"].strip():  # Glob, Grep, search_file_content
+        return _one_line(f"{name}: {d['pattern']}" + (f" in {', '.join(paths)}" if paths else ""))
+    for k in ("query", "url", "description", "prompt", "question", "request"):
         if isinstance(d.get(k), str) and d[k].strip() and not paths:
             return _one_line(f"{name}: {d[k]}")
     if paths:
