@@ -33,13 +33,12 @@ def resolve(environ=None):
     out = dict(paths.all_paths(environ))
     out.update(project_root=None, context_dir=None, store=None)
     try:
-        from ctxd.memory.project import locate
-        from ctxd.memory.store import DB_NAME
+        from ctxd.memory.core import ProjectMemory
 
-        project = locate(environ=None if environ is None else dict(environ))
-        out["project_root"] = project.root
-        out["context_dir"] = project.context_dir
-        out["store"] = os.path.join(project.context_dir, DB_NAME)
+        mem = ProjectMemory.at(environ=None if environ is None else dict(environ))
+        out["project_root"] = mem.root
+        out["context_dir"] = mem.context_dir
+        out["store"] = mem.paths.store
     except Exception:  # an unreadable directory or broken .contextrc: the rest still helps
         pass
     out["interpreter"] = export_command()[0]

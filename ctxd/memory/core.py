@@ -318,6 +318,10 @@ class ProjectMemory:
         n = engine.refresh_facts(store)
         return n, summarizer.refresh(store, self.project.config)
 
+    def integrity(self):
+        """"ok" or what SQLite's integrity check found (StoreCorrupt when unreadable)."""
+        return self.store(create=False).integrity()
+
     def recover(self):
         from ctxd.memory import store as store_mod
 

@@ -486,7 +486,11 @@ class Store(FactsTables, TasksTables, ConceptsTables):
                         "updated = excluded.updated", (path, offset, head, time.time()))
 
     def integrity(self):
-        return self.db.execute("PRAGMA integrity_check").fetchone()[0]
+        """"ok", or the problems PRAGMA integrity_check reports; StoreCorrupt when unreadable."""
+        try:
+            return self.db.execute("PRAGMA integrity_check").fetchone()[0]
+        except sqlite3.DatabaseError as e:
+            raise StoreCorrupt(f"the conversation store {self.path} is corrupt ({e})") from None
 
     # -- deleting by import key -----------------------------------------------
     def forget_dedup(self, keys):
