@@ -16,6 +16,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxd import paths
 
@@ -592,7 +594,7 @@ def test_install_codex_project_writes_hooks_json_only(project, isolated_paths):
     assert "codex_hooks" in r.stdout  # the feature flag is not on: say so
 
 
-def test_install_codex_user_adds_notify_as_text_keeping_comments(project, isolated_paths):
+def test_install_codex_user_adds_notify_keeping_comments(project, isolated_paths):
     cfg = isolated_paths / ".codex" / "config.toml"
     cfg.parent.mkdir()
     cfg.write_text(CODEX_CONFIG)
@@ -658,6 +660,130 @@ def test_codex_invalid_config_toml_refused_before_anything_is_written(project, i
     assert not (isolated_paths / ".codex" / "hooks.json").exists()
 
 
+# What a config.toml that has lived a while looks like: comments everywhere, dotted keys,
+# inline tables, arrays of tables, multi-line strings and arrays, a table defined out of order.
+LIVED_IN_CONFIG = '''# ~/.codex/config.toml -- see https://github.com/openai/codex/blob/main/docs/config.md
+model = "gpt-5-codex"            # what I use most
+model_reasoning_effort = "high"
+shell_environment_policy.inherit = "core"   # a dotted key at the top level
+
+# Profiles: `codex --profile fast`
+[profiles.fast]
+model = "gpt-5-mini"
+approval_policy = "never"
+
+[mcp_servers.docs]
+command = "npx"
+args = [
+  "-y",               # no prompt
+  "@acme/docs-mcp",
+]
+env = { DOCS_TOKEN = "not-a-secret", REGION = "eu" }   # inline table
+
+[[tui.notifications]]
+kind = "agent-turn-complete"
+
+[history]
+persistence = "save-all"
+banner = """
+Hello from
+[not a table]
+"""
+
+[profiles.slow]   # out of order: profiles again after other tables
+model = "o3"
+'''
+
+
+def test_codex_lived_in_config_round_trips_byte_for_byte(project, isolated_paths):
+    cfg = isolated_paths / ".codex" / "config.toml"
+    cfg.parent.mkdir()
+    cfg.write_text(LIVED_IN_CONFIG)
+    os.chmod(cfg, 0o640)
+    r = install("codex", "--user", cwd=project)
+    assert r.returncode == 0, r.stderr
+    text = cfg.read_text()
+    doc = tomllib.loads(text)
+    assert doc.pop("notify")[1:] == ["chat", "hook", "codex-notify"]
+    assert doc == tomllib.loads(LIVED_IN_CONFIG)
+    lines = text.splitlines()
+    # a paragraph of its own, above the comment that belongs to the first table
+    n = next(i for i, l in enumerate(lines) if l.startswith("notify = "))
+    assert lines[n - 1] == "" and lines[n + 1] == "" and lines[n + 2] == "# Profiles: `codex --profile fast`"
+    assert [l for i, l in enumerate(lines) if i not in (n, n + 1)] == LIVED_IN_CONFIG.splitlines()
+    assert stat.S_IMODE(os.stat(cfg).st_mode) == 0o640  # the file's mode is kept
+    r = install("codex", "--user", "--uninstall", cwd=project)
+    assert r.returncode == 0, r.stderr
+    assert cfg.read_bytes() == LIVED_IN_CONFIG.encode()
+
+
+def test_codex_notify_keeps_crlf_line_ends(project, isolated_paths):
+    cfg = isolated_paths / ".codex" / "config.toml"
+    cfg.parent.mkdir()
+    original = b'model = "o3"\r\n\r\n[features]\r\ncodex_hooks = true\r\n'
+    cfg.write_bytes(original)
+    assert install("codex", "--user", cwd=project).returncode == 0
+    raw = cfg.read_bytes()
+    assert raw.count(b"\n") == raw.count(b"\r\n") and b"codex-notify" in raw
+    assert install("codex", "--user", "--uninstall", cwd=project).returncode == 0
+    assert cfg.read_bytes() == original
+
+
+def test_codex_notify_after_a_last_line_without_newline(project, isolated_paths):
+    cfg = isolated_paths / ".codex" / "config.toml"
+    cfg.parent.mkdir()
+    cfg.write_text('model = "o3"')
+    assert install("codex", "--user", cwd=project).returncode == 0
+    assert tomllib.loads(cfg.read_text())["model"] == "o3"
+    assert install("codex", "--user", "--uninstall", cwd=project).returncode == 0
+    assert cfg.read_text() == 'model = "o3"\n'  # the line break ctxd needed stays: the only difference
+
+
+def test_codex_old_ctxd_notify_is_updated_in_place(project, isolated_paths):
+    cfg = isolated_paths / ".codex" / "config.toml"
+    cfg.parent.mkdir()
+    original = ('model = "o3"\n'
+                'notify = ["/old/venv/bin/ctxd", "chat", "hook", "codex-notify"]   # set by ctxd\n'
+                'approval_policy = "never"\n\n[features]\ncodex_hooks = true\n')
+    cfg.write_text(original)
+    r = install("codex", "--user", cwd=project)
+    assert r.returncode == 0, r.stderr
+    assert "updated" in r.stdout
+    lines = cfg.read_text().splitlines()
+    assert lines[0] == 'model = "o3"' and lines[2] == 'approval_policy = "never"'
+    assert lines[1].startswith("notify = [") and lines[1].endswith("]   # set by ctxd")
+    assert "/old/venv" not in lines[1]
+    assert tomllib.loads(cfg.read_text())["notify"][1:] == ["chat", "hook", "codex-notify"]
+    assert install("codex", "--user", "--uninstall", cwd=project).returncode == 0
+    assert cfg.read_text() == 'model = "o3"\napproval_policy = "never"\n\n[features]\ncodex_hooks = true\n'
+
+
+def test_codex_notify_installed_then_edited_by_the_user_still_uninstalls(project, isolated_paths):
+    cfg = isolated_paths / ".codex" / "config.toml"
+    cfg.parent.mkdir()
+    cfg.write_text(CODEX_CONFIG)
+    assert install("codex", "--user", cwd=project).returncode == 0
+    edited = cfg.read_text().replace('model = "gpt-5-codex"', 'model = "o4"') + '\n[history]\npersistence = "none"\n'
+    cfg.write_text(edited)
+    assert install("codex", "--user", "--uninstall", cwd=project).returncode == 0
+    assert cfg.read_text() == (CODEX_CONFIG.replace('model = "gpt-5-codex"', 'model = "o4"')
+                               + '\n[history]\npersistence = "none"\n')
+
+
+def test_codex_invalid_config_toml_refused_by_uninstall_untouched(project, isolated_paths):
+    cfg = isolated_paths / ".codex" / "config.toml"
+    cfg.parent.mkdir()
+    cfg.write_text(CODEX_CONFIG)
+    assert install("codex", "--user", cwd=project).returncode == 0
+    broken = cfg.read_text() + "[features\n"
+    cfg.write_text(broken)
+    r = install("codex", "--user", "--uninstall", cwd=project)
+    assert r.returncode == 3
+    [line] = r.stderr.splitlines()
+    assert line.startswith("ctxd: ") and "config.toml" in line and "not valid TOML" in line
+    assert cfg.read_text() == broken
+
+
 def test_codex_home_is_honoured(project, tmp_path, monkeypatch):
     home = tmp_path / "codex-home"
     monkeypatch.setenv("CODEX_HOME", str(home))
@@ -666,6 +792,39 @@ def test_codex_home_is_honoured(project, tmp_path, monkeypatch):
 
 
 # -- the pieces, in process -------------------------------------------------------------------
+
+TOP_LINES = ['model = "o3"', "# a comment", "", "x.y = 1   # dotted", "x.z = 2", 'inline = { a = 1, "b c" = [2] }',
+             'multi = [\n  "a",  # one\n  "b",\n]', 'text = """\n[not a header]\n"""', "   # indented comment"]
+TABLE_LINES = ["[t{n}]", "[[aot{n}]]", "[deep.t{n}]   # header comment", 'k{n} = "v"', "# about the next table", ""]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(TOP_LINES), max_size=6), st.lists(st.sampled_from(TABLE_LINES), max_size=8),
+       st.booleans())
+def test_notify_add_then_remove_gives_the_text_back(top, rest, final_newline):
+    from ctxd.integrations.install import add_notify, remove_notify
+
+    lines = top + [line.format(n=i) for i, line in enumerate(rest)]
+    if any(line.startswith("[") for line in lines):
+        # keys after the first header belong to a table: only a header may start that part
+        first = next(i for i, line in enumerate(lines) if line.startswith("["))
+        lines = [line for i, line in enumerate(lines) if i < first or not line.startswith("k")]
+    text = "\n".join(lines) + ("\n" if final_newline and lines else "")
+    try:
+        before = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return  # only valid files are edited
+    words = ["/opt/my tools/ctxd", "chat", "hook", "codex-notify"]
+    new = add_notify(text, words)
+    assert new is not None, text
+    after = tomllib.loads(new)
+    assert after.pop("notify") == words and after == before
+    restored = remove_notify(new)
+    # the one difference allowed: the line break a last line without one needs before notify is appended
+    assert restored == text or (restored == text + "\n" and new.splitlines()[-1].startswith("notify = ")), text
+    assert add_notify(new, words) == new  # installing again changes nothing
+
+
 
 def test_merge_and_remove_leave_foreign_shapes_alone():
     from ctxd.integrations import install as inst

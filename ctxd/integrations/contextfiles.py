@@ -42,7 +42,7 @@ import re
 import shlex
 
 from ctxd.errors import ConfigError
-from ctxd.integrations.install import _read, write_text
+from ctxd.integrations.install import read_text, write_text
 
 FILES = {"agents-md": "AGENTS.md", "claude-md": "CLAUDE.md", "gemini-md": "GEMINI.md"}
 BEGIN = "<!-- ctxd:begin"
@@ -151,7 +151,7 @@ def install(kind, root, context_dir):
     path = path_for(kind, root)
     context_md = os.path.join(context_dir, FILENAME)
     body, notes = pointer(kind, root, context_md)
-    _raw, text = _read(path)
+    _raw, text = read_text(path)
     if text is None:
         new, status = _render(kind, ["created", "sep=0"], body, "\n"), "created"
     else:
@@ -193,7 +193,7 @@ def install(kind, root, context_dir):
 def uninstall(kind, root):
     """Take ctxd's block out again (and what ctxd added around it); return lines to show the user."""
     path = path_for(kind, root)
-    _raw, text = _read(path)
+    _raw, text = read_text(path)
     if text is None:
         return [f"ctxd: no ctxd block in {path} (no such file)"]
     blocks = find_blocks(text, path)

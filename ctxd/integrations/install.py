@@ -9,14 +9,16 @@ and keep the file's mode; a symlinked settings file is written through the
 link.
 
 Codex's ``notify`` program lives in ``config.toml``, which people comment:
-the line is inserted as text at the top level (before the first table
-header) and removed the same way, and every edit is checked by parsing the
-result and comparing it with what was meant.
+it is edited with tomlkit, which keeps comments, order and formatting. The
+key goes at the top level before the first table (and the comments above its
+header); uninstalling takes out exactly what installing put in, so the file
+comes back byte for byte when nothing else changed it. Every edit is checked
+by parsing the result with tomllib and comparing it with what was meant; one
+that cannot be made safely is refused with the line to add by hand.
 """
 
 import json
 import os
-import re
 import shlex
 import shutil
 import sys
@@ -103,7 +105,7 @@ def codex_config_path(environ=None):
 
 # -- reading and writing -------------------------------------------------------------
 
-def _read(path):
+def read_text(path):
     """(bytes, text) of a file, or (None, None) when it does not exist."""
     try:
         with open(path, "rb") as f:
@@ -120,7 +122,7 @@ def _read(path):
 
 def load_json(path):
     """The settings object in *path* ({} when missing or empty). ConfigError if invalid."""
-    _raw, text = _read(path)
+    _raw, text = read_text(path)
     if text is None or not text.strip():
         return {}
     try:
@@ -255,26 +257,13 @@ def remove_hooks(settings):
     return total
 
 
-# -- Codex notify in config.toml (as text) ---------------------------------------------
-
-def _toml_string(s):
-    out = ['"']
-    for ch in s:
-        o = ord(ch)
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif o < 0x20 or o == 0x7F:
-            out.append(f"\\u{o:04X}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
-
+# -- Codex notify in config.toml (with tomlkit) ------------------------------------------
 
 def notify_line(words):
-    return "notify = [" + ", ".join(_toml_string(w) for w in words) + "]\n"
+    """``notify = [...]`` as TOML, for messages that ask the user to edit by hand."""
+    import tomlkit
+
+    return tomlkit.dumps({"notify": list(words)})
 
 
 def is_ctxd_notify(value):
@@ -294,66 +283,133 @@ def _toml(path, text):
         raise ConfigError(f"{path}:{line}:{col}: not valid TOML: {msg}; nothing was changed") from None
 
 
-def _parses_to(text, expected):
-    import tomllib
+def _editable(path, text):
+    """Refuse (ConfigError) TOML that tomllib read but tomlkit cannot."""
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
 
     try:
-        return tomllib.loads(text) == expected
-    except tomllib.TOMLDecodeError:
-        return False
+        tomlkit.parse(text)
+    except TOMLKitError as e:
+        raise ConfigError(f"{path}: cannot edit this TOML ({e}); nothing was changed") from None
 
 
-def _blank(line):
-    return not line.strip()
+def _render(pairs):
+    """The TOML text of (key, item) pairs as tomlkit writes them in a document of their own,
+    in its parsing mode (what it read, as it read it, without blank lines of its own)."""
+    import tomlkit
+
+    doc = tomlkit.document()
+    doc.parsing(True)
+    for key, item in pairs:
+        if key is None:
+            doc.add(item)  # a comment or whitespace
+        else:
+            doc.add(key, item)
+    doc.parsing(False)
+    return doc.as_string()
 
 
-def _insert_top_level(text, line, expected):
-    """*text* with *line* at the top level, before the first table header (and its comments)."""
-    if text and not text.endswith("\n"):
-        text += "\n"
-    lines = text.splitlines(keepends=True)
-    headers = [i for i, l in enumerate(lines) if l.lstrip().startswith("[")]
-    for h in headers:
-        at = h
-        while at > 0 and lines[at - 1].lstrip().startswith("#"):
-            at -= 1  # the comment lines just above a header belong to it
-        for i in dict.fromkeys((at, h)):
-            # A paragraph of its own where the line before is blank (or none); _remove_top_level
-            # undoes exactly this.
-            after = ["\n"] if i == 0 or _blank(lines[i - 1]) else []
-            candidate = "".join(lines[:i] + [line] + after + lines[i:])
-            if _parses_to(candidate, expected):
-                return candidate
-    candidate = text + line
-    if _parses_to(candidate, expected):
-        return candidate
-    return None
+def _offset(text, body, n):
+    """Where the text of the first *n* items of *body* ends in *text*; None when tomlkit
+    would not write them back exactly as they are written there."""
+    head = _render(body[:n])
+    return len(head) if text.startswith(head) else None
 
 
-def _remove_top_level(text, key, expected):
-    """*text* without the top-level `key = ...` (one or more lines), or None if not found."""
-    import tomllib
+def _is_blank(item):
+    from tomlkit.items import Whitespace
 
-    lines = text.splitlines(keepends=True)
-    rx = re.compile(rf"\s*{re.escape(key)}\s*=")
-    for i, l in enumerate(lines):
-        if not rx.match(l):
-            continue
-        for end in range(i + 1, len(lines) + 1):
-            try:
-                chunk = tomllib.loads("".join(lines[i:end]))
-            except tomllib.TOMLDecodeError:
-                continue
-            if list(chunk) != [key]:
-                break
-            rest = lines[:i] + lines[end:]
-            if i < len(rest) and _blank(rest[i]) and (i == 0 or _blank(rest[i - 1])):
-                del rest[i]  # the blank line that separated it
-            candidate = "".join(rest)
-            if _parses_to(candidate, expected):
-                return candidate
-            break
-    return None
+    return isinstance(item, Whitespace) and "\n" in item.s
+
+
+def _notify_place(body):
+    """Where a new top-level key goes: before the first table header and the comments above it
+    (a dotted key such as ``a.b = 1`` is a table to tomlkit, but a line of the top level)."""
+    from tomlkit.items import AoT, Comment, Table
+
+    at = next((i for i, (k, item) in enumerate(body)
+               if isinstance(item, AoT) or (isinstance(item, Table) and not k.is_dotted())), len(body))
+    while at > 0 and isinstance(body[at - 1][1], Comment):
+        at -= 1
+    return at
+
+
+def add_notify(text, words):
+    """*text* (a config.toml, valid TOML) with ``notify = words`` at the top level; None when
+    ctxd cannot place it so that remove_notify gives *text* back.
+
+    tomlkit reads the file and writes the key. A notify that is there is set in
+    place (its line and comment stay). A new one goes before the first table
+    header and the comments just above it (they belong to the table); it is a
+    paragraph of its own (a blank line after it) when it starts the file or
+    follows a blank line, so removing it restores the layout. The file's line
+    ends are kept; everything from the insertion point on stays as written.
+    """
+    import tomlkit
+
+    doc = tomlkit.parse(text)
+    if "notify" in doc:
+        return _replace_notify(text, doc.body, words)
+    newline = "\r\n" if text.partition("\n")[0].endswith("\r") else "\n"
+    base = text
+    at = _notify_place(doc.body)
+    if at == len(doc.body) and text and not text.endswith("\n"):
+        base = text + newline  # the new last line needs a line break before it
+        doc = tomlkit.parse(base)
+    body = doc.body
+    cut = _offset(base, body, at)
+    if cut is None:
+        return None
+    item = tomlkit.item(list(words))
+    item.trivia.trail = newline
+    insert = [("notify", item)]
+    if at < len(body) and (at == 0 or _is_blank(body[at - 1][1])):
+        insert.append((None, tomlkit.ws(newline)))
+    new = base[:cut] + _render(insert) + base[cut:]
+    if remove_notify(new) != base:
+        return None
+    return new
+
+
+def _notify_index(body):
+    mine = [i for i, (k, _item) in enumerate(body) if k is not None and k.key == "notify"]
+    return mine[0] if len(mine) == 1 else None
+
+
+def _replace_notify(text, body, words):
+    """*text* with the value of its notify replaced, the key as written and its comment kept."""
+    import tomlkit
+
+    j = _notify_index(body)
+    start, end = (None, None) if j is None else (_offset(text, body, j), _offset(text, body, j + 1))
+    if start is None or end is None:
+        return None
+    key, old = body[j]
+    item = tomlkit.item(list(words))
+    for attr in ("indent", "comment_ws", "comment", "trail"):
+        setattr(item.trivia, attr, getattr(old.trivia, attr))
+    return text[:start] + _render([(key, item)]) + text[end:]
+
+
+def remove_notify(text):
+    """*text* without its top-level ``notify`` (and the blank line add_notify put after it);
+    None when there is none or it cannot be taken out alone."""
+    import tomlkit
+
+    body = tomlkit.parse(text).body
+    j = _notify_index(body)
+    if j is None:
+        return None
+    start, end = _offset(text, body, j), _offset(text, body, j + 1)
+    if start is None or end is None:
+        return None
+    if j + 1 < len(body) and _is_blank(body[j + 1][1]) and (j == 0 or _is_blank(body[j - 1][1])):
+        ws = body[j + 1][1].s
+        if not text.startswith(ws, end):
+            return None
+        end += ws.index("\n") + 1  # one line break of the blank line after it was ctxd's
+    return text[:start] + text[end:]
 
 
 def install_notify(path, words, *, write=True):
@@ -362,47 +418,40 @@ def install_notify(path, words, *, write=True):
     status: "added", "updated", "unchanged", or "foreign" (another program is
     Codex's notify; left as it is; detail is its value).
     """
-    _raw, text = _read(path)
+    _raw, text = read_text(path)
     text = text or ""
     doc = _toml(path, text)
+    _editable(path, text)
     current = doc.get("notify")
     if current == words:
         return "unchanged", None
-    status = "added"
-    if current is not None:
-        if not is_ctxd_notify(current):
-            return "foreign", current
-        without = dict(doc)
-        del without["notify"]
-        text = _remove_top_level(text, "notify", without)
-        if text is None:
-            raise CtxdError(f"{path}: could not find the notify line to update; edit it by hand to read: "
-                            f"{notify_line(words).strip()}", ExitCode.CONFIG)
-        status = "updated"
-    new = _insert_top_level(text, notify_line(words), dict(doc, notify=words))
-    if new is None:
+    if current is not None and not is_ctxd_notify(current):
+        return "foreign", current
+    new = add_notify(text, words)
+    if new is None or _toml(path, new) != dict(doc, notify=list(words)):
         raise CtxdError(f"{path}: could not place the notify line safely; add it by hand at the top: "
                         f"{notify_line(words).strip()}", ExitCode.CONFIG)
     if write:
         write_text(path, new)
-    return status, None
+    return ("updated" if current is not None else "added"), None
 
 
 def uninstall_notify(path):
     """Remove ctxd's notify line. Returns "removed", "absent" or "foreign"."""
-    _raw, text = _read(path)
+    _raw, text = read_text(path)
     if text is None:
         return "absent"
     doc = _toml(path, text)
+    _editable(path, text)
     current = doc.get("notify")
     if current is None:
         return "absent"
     if not is_ctxd_notify(current):
         return "foreign"
+    new = remove_notify(text)
     without = dict(doc)
     del without["notify"]
-    new = _remove_top_level(text, "notify", without)
-    if new is None:
+    if new is None or _toml(path, new) != without:
         raise CtxdError(f"{path}: could not find ctxd's notify line; remove it by hand", ExitCode.CONFIG)
     write_text(path, new)
     return "removed"
