@@ -347,6 +347,49 @@ def test_read_cap_and_internal_errors(project, monkeypatch):
         assert "RuntimeError: boom" in f.read()
 
 
+def test_resource_and_prompt_errors_map_through_the_boundary(project, monkeypatch):
+    """Not found -> invalid params (-32602), another user error -> its message (-32603), a bug ->
+    logged, then "internal error: ..." (-32603); the server keeps serving after each."""
+    sdk()
+    from mcp import Client
+    from mcp.shared.exceptions import MCPError
+    from mcp.types import INTERNAL_ERROR, INVALID_PARAMS
+
+    from ctxd import paths
+    from ctxd.errors import ConfigError
+    from ctxd.integrations import mcp_server as ms
+
+    def bug(*_a, **_k):
+        raise RuntimeError("resource boom")
+
+    def user_error(*_a, **_k):
+        raise ConfigError("the archive is unreadable")
+
+    monkeypatch.setattr(ms, "project_context", bug)
+    monkeypatch.setattr(ms, "teach_prompt", user_error)
+    server = ms.create_server(project["root"])
+
+    async def go():
+        async with Client(server) as c:
+            with pytest.raises(MCPError) as e:
+                await c.read_resource("ctxd://handoff/latest")
+            assert e.value.code == INVALID_PARAMS and "no handoff yet" in e.value.message
+            with pytest.raises(MCPError) as e:
+                await c.read_resource("ctxd://project/context")
+            assert e.value.code == INTERNAL_ERROR
+            assert e.value.message == f"internal error: RuntimeError: resource boom (details in {paths.log_file()})"
+            with pytest.raises(MCPError) as e:
+                await c.get_prompt("teach", {})
+            assert (e.value.code, e.value.message) == (INTERNAL_ERROR, "the archive is unreadable")
+            assert not (await c.call_tool("get_context", {"budget": 500})).is_error
+
+    run(go)
+    with open(paths.log_file(), encoding="utf-8") as f:
+        log = f.read()
+    assert "mcp context_resource: RuntimeError: resource boom" in log and "Traceback" in log
+    assert "unreadable" not in log  # a user error is the user's, not a log entry
+
+
 def test_compact_schema():
     sdk()
     from ctxd.integrations.mcp_server import compact_schema
