@@ -532,8 +532,10 @@ def _codex_message_text(item):
 class _CodexTurns:
     """Where a rollout is: the turn (its id from ``event_msg task_started`` or
     ``turn_context``), how many prompts that turn has had, and whether the file
-    marks turns with task_started/task_complete events (Codex 0.4x and later),
-    in which case user items outside a task are Codex's own context.
+    marks turns with task_started/task_complete events (Codex 0.4x and later).
+    Such rollouts follow each message the user typed with an ``event_msg
+    user_message``; a user item without one is context Codex sent (AGENTS.md,
+    the environment, re-sent on every resume), even where its text is redacted.
     """
 
     def __init__(self):
@@ -571,11 +573,8 @@ class _CodexTurns:
         return isinstance(new, str) and bool(new) and new != self.turn
 
     def user_kind(self, text):
-        """(kind, subtype) of a user item's text."""
-        kind, subtype = _items.classify_user_text(text, "codex")
-        if kind == "prompt" and self.tasks and not self.in_task:
-            return "meta", "environment"  # before the turn's task_started: context Codex sent
-        return kind, subtype
+        """(kind, subtype) of a user item's text, as far as the text tells."""
+        return _items.classify_user_text(text, "codex")
 
 
 def _is_turn_marker(obj):
@@ -591,19 +590,30 @@ def _codex_turn_at(f, ctx):
     user = re.compile(rb'"role"\s*:\s*"user"')
     markers = (b'"turn_context"', b'"task_started"', b'"task_complete"', b'"turn_aborted"')
     state = _CodexTurns()
+    candidate, last_event = None, None  # the line of an unconfirmed prompt; of the last user_message event
     for n, raw in _lines(f, Ctx(ctx.path), start=0, line_no=1, end=ctx.start):
-        if any(m in raw for m in markers):
+        if b'"user_message"' in raw:
+            obj = _parse_json(n, raw)
+            if not isinstance(obj, Malformed) and obj.get("type") == "event_msg" and \
+                    isinstance(obj.get("payload"), dict) and obj["payload"].get("type") == "user_message":
+                if candidate == n - 1 and state.turn is not None:
+                    state.prompts += 1
+                last_event = n
+        elif any(m in raw for m in markers):
             obj = _parse_json(n, raw)
             if not isinstance(obj, Malformed) and _is_turn_marker(obj):
                 state.event(obj)
-        elif state.turn is not None and user.search(raw):
+        elif user.search(raw):
             obj = _parse_json(n, raw)
             if not isinstance(obj, Malformed):
                 item, _ = _codex_item(obj, n)
                 if item is not None and item.get("type") == "message" and item.get("role") == "user":
                     text = _codex_message_text(item)
                     if text and text.strip() and state.user_kind(text)[0] == "prompt":
-                        state.prompts += 1
+                        if state.tasks and last_event != n - 1:
+                            candidate = n  # a prompt if its user_message event follows
+                        elif state.turn is not None:
+                            state.prompts += 1
     return state
 
 
@@ -636,7 +646,9 @@ def parse_codex(f, ctx):
         sid = _codex_session_from_name(ctx.path) or ctx.default_session
     held = []  # an assistant message that may end its turn (its key waits), and meta after it
     early = []  # user items before any turn marker: Codex's context if a task_started follows
+    pending = []  # a user item waiting for the line after it: a prompt if that is its user_message event
     names = {}  # call_id -> tool name
+    last_user_event = None  # the line number of the last event_msg user_message
 
     def settle(final):
         out = held[:]
@@ -654,12 +666,53 @@ def parse_codex(f, ctx):
                     r.update(kind="meta", role="system", subtype="environment")
         return out
 
+    def emit(rec, neutral):
+        """What to yield for *rec* now (held answers, undecided early items first)."""
+        out = []
+        if early and not neutral:
+            out += decide(False)
+        if neutral:
+            if held or early:
+                (held or early).append(rec)
+            else:
+                out.append(rec)
+            return out
+        out += settle(False)
+        if rec["kind"] == "reply":
+            held.append(rec)
+        else:
+            out.append(rec)
+        return out
+
+    def prompt(rec, n):
+        """*rec* is what the user typed: the turn's next prompt key."""
+        if state.turn is not None:
+            rec["dedup"] = f"codex:{sid}:{state.turn}:user:{state.prompts}"
+            state.prompts += 1
+        return emit(rec, False)
+
+    def resolve(is_user_event):
+        """The pending user item, now that the next line is known."""
+        if not pending:
+            return []
+        rec = pending.pop()
+        if is_user_event:
+            return prompt(rec, None)
+        rec.update(kind="meta", role="system", subtype="environment")  # Codex sent it, not the user
+        return emit(rec, True)
+
     for n, obj in _json_lines(f, ctx):
+        payload = obj.get("payload") if isinstance(obj, dict) else None
+        user_event = isinstance(obj, dict) and obj.get("type") == "event_msg" and isinstance(payload, dict) and \
+            payload.get("type") == "user_message"
+        if pending:
+            yield from resolve(user_event)
+        if user_event:
+            last_user_event = n
         if isinstance(obj, Malformed):
             yield obj
             continue
         kind = obj.get("type")
-        payload = obj.get("payload")
         if kind == "session_meta":
             if not isinstance(payload, dict):
                 yield Malformed(n, "session_meta without a payload")
@@ -676,11 +729,7 @@ def parse_codex(f, ctx):
         if kind == "compacted":
             text = payload.get("message") if isinstance(payload, dict) else None
             if isinstance(text, str) and text.strip():
-                rec = _rec("summary", text, sid, "codex", f"codex:{sid}:{n}", ts, subtype="compaction")
-                if held or early:
-                    (held or early).append(rec)
-                else:
-                    yield rec
+                yield from emit(_rec("summary", text, sid, "codex", f"codex:{sid}:{n}", ts, subtype="compaction"), True)
             continue
         item, other = _codex_item(obj, n)
         if item is None:
@@ -693,8 +742,6 @@ def parse_codex(f, ctx):
             continue  # event_msg (repeats response items), ...
         key = f"codex:{sid}:{n}"
         t = item.get("type")
-        rec = None
-        neutral = False  # meta and summaries neither end a turn's answer nor keep it from ending it
         if t == "message":
             role = item.get("role")
             text = _codex_message_text(item)
@@ -704,20 +751,18 @@ def parse_codex(f, ctx):
             if role == "user" and text.strip():
                 ukind, subtype = state.user_kind(text)
                 if ukind == "prompt":
-                    if state.turn is not None:
-                        key = f"codex:{sid}:{state.turn}:user:{state.prompts}"
-                        state.prompts += 1
                     rec = _rec("prompt", text, sid, "codex", key, ts)
-                    if state.turn is None and not state.tasks:
+                    if state.tasks and last_user_event != n - 1:
+                        pending.append(rec)  # Codex follows what the user typed with a user_message event
+                    elif state.turn is None and not state.tasks:
                         early.append(rec)  # decided by what follows: a task_started, or anything else
-                        continue
-                elif subtype in ("environment", "instructions"):
-                    continue  # <environment_context>, AGENTS.md...: Codex's own context, sent every session
-                else:
-                    rec = _rec(ukind, text, sid, "codex", key, ts, subtype=subtype)
-                    neutral = True
+                    else:
+                        yield from prompt(rec, n)
+                elif subtype not in ("environment", "instructions"):
+                    yield from emit(_rec(ukind, text, sid, "codex", key, ts, subtype=subtype), True)
+                # <environment_context>, AGENTS.md...: Codex's own context, sent every session
             elif role == "assistant" and text.strip():
-                rec = _rec("reply", text, sid, "codex", key, ts)
+                yield from emit(_rec("reply", text, sid, "codex", key, ts), False)
             # developer/system messages: Codex's own instructions
         elif t in ("function_call", "custom_tool_call"):
             args = item.get("arguments") if t == "function_call" else item.get("input")
@@ -725,37 +770,27 @@ def parse_codex(f, ctx):
             cid = item.get("call_id") if isinstance(item.get("call_id"), str) else None
             if cid:
                 names[cid] = name
-            rec = _call(name, args if args is not None else {}, sid, "codex", key, ts, call_id=cid)
+            yield from emit(_call(name, args if args is not None else {}, sid, "codex", key, ts, call_id=cid), False)
         elif t == "local_shell_call":
             cid = item.get("call_id") or item.get("id")
             cid = cid if isinstance(cid, str) else None
             if cid:
                 names[cid] = "local_shell"
             action = item.get("action")
-            rec = _call("local_shell", action if action is not None else {}, sid, "codex", key, ts, call_id=cid)
+            yield from emit(_call("local_shell", action if action is not None else {}, sid, "codex", key, ts,
+                                  call_id=cid), False)
         elif t in ("function_call_output", "custom_tool_call_output"):
             text, exit_code, success = _codex_output(item.get("output"))
             if text.strip():
                 cid = item.get("call_id") if isinstance(item.get("call_id"), str) else None
                 failed = (exit_code is not None and exit_code != 0) or success is False
-                rec = _result(text, sid, "codex", key, ts, tool=names.get(cid), call_id=cid, is_error=failed,
-                              exit_code=exit_code)
+                yield from emit(_result(text, sid, "codex", key, ts, tool=names.get(cid), call_id=cid,
+                                        is_error=failed, exit_code=exit_code), False)
         # reasoning (encrypted), web_search_call, ...: not kept
-        if rec is None:
-            continue
-        if early and not neutral:
-            yield from decide(False)
-        if neutral:
-            if held or early:
-                (held or early).append(rec)
-            else:
-                yield rec
-            continue
-        yield from settle(False)
-        if rec["kind"] == "reply":
-            held.append(rec)
-        else:
-            yield rec
+    if pending:
+        rec = pending.pop()
+        yield from (prompt(rec, None) if state.in_task else emit(
+            dict(rec, kind="meta", role="system", subtype="environment"), True))
     yield from decide(False)
     yield from settle(True)
 
