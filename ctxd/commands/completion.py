@@ -96,7 +96,7 @@ def completion(shell):
     fish: ctxd completion fish > ~/.config/fish/completions/ctxd.fish
     """
     if shell is None:
-        from ctxd.commands.hook import detect_shell
+        from ctxd.shell_detect import detect_shell
 
         shell = detect_shell()
     click.echo(source(shell, click.get_current_context().find_root().command), nl=False)
