@@ -8,6 +8,7 @@ files that already hold other hooks and keys.
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -363,6 +364,24 @@ def test_garbage_payload_exits_0_quietly_and_logs(tool, data):
         assert r.stdout == b""
     assert f"chat hook {tool}" in log_text()
     assert "Traceback" in log_text()
+
+
+@pytest.mark.parametrize("tool, data, reason", [
+    ("claude", b"[1, 2, 3]", "the payload is a JSON list, not an object"),
+    ("gemini", b'{"hook_event_name": "SessionStart", "session_id": "s"}', "the payload has no cwd"),
+    ("codex", b"", "empty stdin: no hook payload"),
+])
+def test_a_failed_hook_says_why_in_one_line_and_logs_it_dated(tool, data, reason):
+    """The line and the log entry come from the one error boundary (ctxd.boundary)."""
+    r = hook(tool, data)
+    log = paths.log_file()
+    assert r.returncode == 0
+    assert r.stderr.decode() == f"ctxd: chat hook {tool}: nothing recorded ({reason}); see {log}\n"
+    heads = [line for line in log_text().splitlines() if line.startswith("--- ")]
+    assert len(heads) == 1
+    assert re.fullmatch(rf"--- \d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\dZ chat hook {tool}: {re.escape(reason)} \(pid \d+\)",
+                        heads[0]), heads[0]
+    assert stat.S_IMODE(os.stat(log).st_mode) == 0o600  # tracebacks can quote the conversation
 
 
 @pytest.mark.parametrize("args", [[], ["{not json"], ["[]"], ['{"type": "agent-turn-complete"}']])
