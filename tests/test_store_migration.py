@@ -43,7 +43,7 @@ def test_v4_store_migrates_with_nothing_lost(tmp_path):
     d = _copy(tmp_path)
     before = {r["id"]: dict(r) for r in _raw(d / "store.db").execute("SELECT * FROM messages")}
     with Store(str(d)) as st:
-        assert st.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+        assert st.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
         after = {r["id"]: dict(r) for r in st.db.execute("SELECT * FROM messages")}
         # every row is still there, with its session, role, time, source and dedup key
         assert set(after) == set(before) and len(after) == 384
@@ -58,7 +58,7 @@ def test_v4_store_migrates_with_nothing_lost(tmp_path):
         # the old importers' flattened tool calls are tool calls with their arguments now
         flattened = [mid for mid, old in before.items()
                      if old["content"].startswith(("[tool_use ", "[tool_call "))]
-        assert len(flattened) == 150
+        assert len(flattened) == 154
         for mid in flattened:
             new = after[mid]
             assert new["kind"] == "tool_call", new
@@ -109,7 +109,7 @@ Store({str(d)!r})
     assert again == digest
     db.close()
     with Store(str(d)) as st:
-        assert st.db.execute("PRAGMA user_version").fetchone()[0] == 5
+        assert st.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert st.db.execute("SELECT count(*) FROM messages WHERE kind = ''").fetchone()[0] == 0
         assert st.count() == 384
 

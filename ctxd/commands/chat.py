@@ -65,10 +65,19 @@ def log(limit, session, json_):
 @click.option("-n", "limit", default=20, show_default=True)
 @click.option("--json", "json_", is_flag=True)
 def search(query, limit, json_):
-    """Full-text search of the project's conversation (any language), newest first."""
+    """Search the project's conversation, best match first (any language; the question's
+    words, stemmed, any of them; whole phrases count more). Each hit with a snippet."""
+    from ctxd.memory.recall import snippet
+
     with _memory() as mem:
-        for m in mem.search(query, limit):
-            click.echo(json.dumps(m.to_json(), ensure_ascii=False) if json_ else _line(m, 160))
+        hits = mem.search(query, limit)
+    for h in hits:
+        if json_:
+            click.echo(json.dumps(dict(h.to_json(), snippet=snippet(h.message.content, query)), ensure_ascii=False))
+        else:
+            m = h.message
+            kind = m.kind + (f":{m.tool}" if m.tool else "")
+            click.echo(f"#{m.id:<6} {format_minute(m.ts)} {kind:<16} {h.score:5.2f}  {snippet(m.content, query)}")
 
 
 @chat.command()

@@ -105,8 +105,8 @@ def search_text(project, query, limit=10):
         hits = mem.search(query, limit)
     if not hits:
         return f"no message matches {query!r}"
-    lines = [f"{len(hits)} message(s) matching {query!r}, newest first (read_output(id) for a whole one):"]
-    for m in hits:
+    lines = [f"{len(hits)} message(s) matching {query!r}, best first (read_output(id) for a whole one):"]
+    for m in (h.message for h in hits):
         text = m.content.replace("\n", " ⏎ ")
         if len(text) > SEARCH_TRIM:
             text = text[:SEARCH_TRIM - 1] + "…"
@@ -229,7 +229,7 @@ def _tools(project):
         return context_markdown(project, budget, query)
 
     def search_history(query: str, limit: Annotated[int, Field(ge=1, le=50)] = 10) -> str:
-        """Full-text search of this project's recorded conversation, newest first: id, time, role, trimmed text."""
+        """Search this project's recorded conversation, best match first (plain words, any order): id, time, role, trimmed text."""
         return search_text(project, query, limit)
 
     def read_output(id: int, start: int = 0, end: int | None = None) -> str:

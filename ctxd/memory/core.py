@@ -32,6 +32,7 @@ from ctxd.errors import CtxdError, ExitCode, NotFoundError
 from ctxd.memory.layout import MemoryPaths
 
 DEFAULT_BUDGET = 8000
+RECALL_BUDGET = 1500  # tokens: ctxd recall and per-prompt recall, unless [context] recall_budget says otherwise
 FACT_KINDS = ("preference", "requirement", "background", "todo")
 FACT_MAX = 500  # characters: a fact is one statement (the context shows ~220 of it)
 FACT_IMPORTANCE = 0.9
@@ -187,9 +188,23 @@ class ProjectMemory:
         return self.store(create=False).iter_all(session=session)
 
     def search(self, query, limit=20):
+        """The best *limit* messages for *query*, ranked (the same ranking as recall), as Hits."""
+        from ctxd.memory import recall
+
         if not self.exists():
             return []
-        return self.store(create=False).search(query, limit)
+        return recall.rank(self.store(create=False), query)[:limit]
+
+    def recall(self, query, budget=None, *, exclude=(), threshold=0.0):
+        """Ranked recall (ctxd.memory.recall) of the turns that answer *query*, packed to
+        *budget* tokens ([context] recall_budget, else 1,500). An empty store recalls nothing."""
+        from ctxd.memory import recall
+
+        if budget is None:
+            budget = int(self.settings.get("recall_budget") or RECALL_BUDGET)
+        if not self.exists():
+            return recall.Recall(query, [], 0, "", 0)
+        return recall.recall(self.store(create=False), query, budget, exclude=exclude, threshold=threshold)
 
     def get(self, mid):
         m = self.store(create=False).get(mid)

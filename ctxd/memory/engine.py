@@ -27,6 +27,8 @@ from ctxd.memory import facts as facts_mod
 from ctxd.memory.tokens import estimate
 
 RESERVE = 4096
+QUERY_SHARE = 0.6  # of the budget, for the turns recalled for --query
+QUERY_FACTS_SHARE = 0.2  # of the budget, for facts, when a query is given
 PER_MESSAGE = 4
 MODES = ("zero", "short", "long", "summary", "hybrid")
 REFERENCE = re.compile(r"(?i)\b(?:that|it|this|those|these|earlier|above|before|previous(?:ly)?|as (?:i|we) said|"
@@ -434,7 +436,7 @@ def assemble(store, *, budget, mode="auto", query=None, system=None, system_comp
     rows = []
     if mode in ("summary", "hybrid"):
         rows = live_facts(store)
-        cap = int(budget * (0.65 if mode == "summary" else 0.55))
+        cap = int(budget * (QUERY_FACTS_SHARE if query else 0.65 if mode == "summary" else 0.55))
         chosen, text = facts_block(rows, cap)
         if text:
             p = Part("facts", text)
@@ -443,20 +445,16 @@ def assemble(store, *, budget, mode="auto", query=None, system=None, system_comp
             ctx.facts = chosen
         ctx.superseded = superseded_count(store)
 
-    if query:
-        hits = store.search(query, 10)
-        lines, qused = [], 0
-        for m in sorted(hits, key=lambda m: m.id):
-            line = f"{m.role} #{m.id}: {_trim(m.content, 600)}"
-            t = estimate(line)
-            if used + qused + t > budget * 0.25 + used:
-                break
-            lines.append(line)
-            qused += t
-        if lines:
-            p = Part("query", "\n".join(lines))
+    held = set()
+    if query:  # ranked recall (ctxd.memory.recall), the same as `ctxd recall` and the MCP search tool
+        from ctxd.memory import recall
+
+        found = recall.recall(store, query, max(0, min(int(budget * QUERY_SHARE), budget - used)))
+        if found.text:
+            p = Part("query", found.text)
             ctx.parts.append(p)
             used += p.tokens
+            held = {h.message.id for h in found.items}
 
     # recent turns, newest first within what is left (always at least the last 2)
     if mode == "zero":
@@ -467,6 +465,8 @@ def assemble(store, *, budget, mode="auto", query=None, system=None, system_comp
         remaining = budget - used - (int(budget * 0.12) if mode in ("hybrid", "summary") else 0)
         picked, rused = [], 0
         for m in reversed(recent_pool):
+            if m.id in held:
+                continue  # recalled above already
             t = m.tokens + PER_MESSAGE
             if len(picked) >= 2 and (rused + t > remaining or (limit and len(picked) >= limit)):
                 break

@@ -149,10 +149,29 @@ MIGRATIONS = [
     CREATE INDEX IF NOT EXISTS messages_kind ON messages(kind, id);
     CREATE INDEX IF NOT EXISTS messages_call ON messages(call_id) WHERE call_id IS NOT NULL;
     """,
+    # 6: a word index for ranked recall (ctxd.memory.recall): unicode61 without diacritics,
+    #    porter stemming for English; the trigram index (messages_fts) serves CJK and substrings.
+    #    Both follow the messages table through triggers.
+    """
+    CREATE VIRTUAL TABLE IF NOT EXISTS messages_words USING fts5(
+        content, content='messages', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2');
+    CREATE TRIGGER IF NOT EXISTS messages_words_ai AFTER INSERT ON messages BEGIN
+        INSERT INTO messages_words(rowid, content) VALUES (new.id, new.content);
+    END;
+    CREATE TRIGGER IF NOT EXISTS messages_words_ad AFTER DELETE ON messages BEGIN
+        INSERT INTO messages_words(messages_words, rowid, content) VALUES ('delete', old.id, old.content);
+    END;
+    CREATE TRIGGER IF NOT EXISTS messages_words_au AFTER UPDATE OF content ON messages BEGIN
+        INSERT INTO messages_words(messages_words, rowid, content) VALUES ('delete', old.id, old.content);
+        INSERT INTO messages_words(rowid, content) VALUES (new.id, new.content);
+    END;
+    INSERT INTO messages_words(messages_words) VALUES ('rebuild');
+    CREATE INDEX IF NOT EXISTS messages_session_ts ON messages(session, ts, id);
+    """,
 ]
-SCHEMA_VERSION = 5  # PRAGMA user_version after the last migration (some steps share a version)
+SCHEMA_VERSION = 6  # PRAGMA user_version after the last migration (some steps share a version)
 # the user_version each step of MIGRATIONS brings the store to
-_STEP_VERSION = [1, 2, 3, 4, 5, 5, 5]
+_STEP_VERSION = [1, 2, 3, 4, 5, 5, 5, 6]
 
 
 class StoreError(CtxdError):
@@ -416,6 +435,43 @@ class Store(FactsTables, TasksTables, ConceptsTables):
             rows = self.db.execute("SELECT * FROM messages WHERE content LIKE ? ESCAPE '\\' ORDER BY id DESC "
                                    "LIMIT ?", (like, limit)).fetchall()
         return [Message(r) for r in rows]
+
+    # -- ranked recall (ctxd.memory.recall builds the MATCH expressions) ---------
+    def match(self, expr, limit, *, index="words"):
+        """[(id, bm25)] of the messages matching an FTS5 expression, best first (bm25 is
+        negative: lower is better). *index*: "words" (stemmed words) or "trigrams" (CJK,
+        substrings). An expression FTS5 cannot parse matches nothing."""
+        table = {"words": "messages_words", "trigrams": "messages_fts"}[index]
+        try:
+            return [(r[0], r[1]) for r in self.db.execute(
+                f"SELECT rowid, bm25({table}) FROM {table} WHERE {table} MATCH ? ORDER BY bm25({table}) LIMIT ?",
+                (expr, limit))]
+        except sqlite3.OperationalError:
+            return []
+
+    def messages(self, ids):
+        """The messages with these ids, by id."""
+        ids = list(ids)
+        out = []
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            out += [Message(r) for r in self.db.execute(
+                f"SELECT * FROM messages WHERE id IN ({','.join('?' * len(chunk))})", chunk)]
+        return sorted(out, key=lambda m: m.id)
+
+    def beside(self, m):
+        """(the message before *m*, the message after it) in its session, by time, or None."""
+        before = self.db.execute(
+            "SELECT * FROM messages WHERE session = ? AND (ts < ? OR (ts = ? AND id < ?)) "
+            "ORDER BY ts DESC, id DESC LIMIT 1", (m.session, m.ts, m.ts, m.id)).fetchone()
+        after = self.db.execute(
+            "SELECT * FROM messages WHERE session = ? AND (ts > ? OR (ts = ? AND id > ?)) "
+            "ORDER BY ts, id LIMIT 1", (m.session, m.ts, m.ts, m.id)).fetchone()
+        return (Message(before) if before else None), (Message(after) if after else None)
+
+    def newest_ts(self):
+        row = self.db.execute("SELECT max(ts) FROM messages").fetchone()
+        return row[0] if row and row[0] is not None else 0.0
 
     def has_dedup(self, key):
         return self.db.execute("SELECT 1 FROM messages WHERE dedup = ?", (key,)).fetchone() is not None

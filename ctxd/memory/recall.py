@@ -1,0 +1,255 @@
+"""Ranked recall: the stored turns that answer a question, packed to a token budget.
+
+    recall(store, "when did we move the cutover?", budget=1500)
+      -> Recall(items=[Hit(message, score, why), ...], tokens=..., text="...")
+
+The question becomes terms: words (stop words out, English and Chinese), each
+quoted so that no query text is ever FTS5 syntax, OR-ed; runs of CJK characters
+become overlapping trigrams for the trigram index. Both indexes are queried
+(``Store.match``); a message's score is its best bm25 relevance (normalised per
+query) weighted by its kind, plus a bonus for whole phrases of the question it
+contains, a little for recency and importance. A hit that is a question brings
+its answer (the next turn of the session) and an answer its question. Results
+are deduplicated against what the caller already holds (``exclude``), packed to
+the budget best first, and shown in time order, each with its date.
+
+Standard library only (the UserPromptSubmit hook imports it).
+"""
+
+import re
+import time
+
+from ctxd.memory.tokens import estimate
+
+POOL = 200  # hits read from each index per query
+PER_ITEM = 4  # tokens of markup per packed item (as the engine's PER_MESSAGE)
+KIND_WEIGHT = {"prompt": 1.0, "reply": 1.0, "summary": 0.9, "tool_call": 0.55, "tool_result": 0.5, "meta": 0.0}
+PAIR_SHARE = 0.85  # a question's answer (or an answer's question) scores this share of its hit
+PHRASE_BONUS = 0.25
+RECENCY = 0.05
+IMPORTANCE = 0.05
+MAX_TERMS = 64  # a 50 KB pasted prompt is still one query: its rarest-looking terms
+MAX_ITEM_CHARS = 1200  # one packed item is at most this long (long turns are cut at a line end)
+
+_STOP_EN = frozenset("""
+a about above after again against all also am an and any are aren't as at be because been before being
+below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down
+during each even ever few for from further get got had hadn't has hasn't have haven't having he he'd
+he'll he's her here here's hers herself him himself his how how's i i'd i'll i'm i've if in into is isn't
+it it's its itself just let's like me more most much must mustn't my myself no nor not now of off on once
+only or other ought our ours ourselves out over own really same shan't she she'd she'll she's should
+shouldn't so some such than that that's the their theirs them themselves then there there's these they
+they'd they'll they're they've this those through thus to too under until up upon us very was wasn't we
+we'd we'll we're we've were weren't what what's when when's where where's which while who who's whom
+whose why why's will with won't would wouldn't yes yet you you'd you'll you're you've your yours yourself
+yourselves tell know think please thanks thank ok okay hi hello hey
+""".split())
+_STOP_ZH = ("什么", "怎么", "为什么", "哪里", "哪个", "多少", "是不是", "有没有", "一下", "一个", "我们", "你们",
+            "他们", "她们", "这个", "那个", "这些", "那些", "的", "了", "是", "在", "吗", "呢", "吧", "啊", "和",
+            "与", "就", "都", "也", "还", "请", "我", "你", "他", "她", "它", "谁", "几", "哪", "把", "被", "给")
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+
+
+class Hit:
+    __slots__ = ("message", "score", "why")
+
+    def __init__(self, message, score, why):
+        self.message, self.score, self.why = message, score, why
+
+    def to_json(self):
+        d = self.message.to_json()
+        d.pop("tokens", None)
+        return {"id": self.message.id, "score": round(self.score, 4), "why": self.why, "time": d["time"],
+                "kind": self.message.kind, "role": self.message.role, "session": self.message.session,
+                "source": self.message.source, "content": self.message.content}
+
+
+class Recall:
+    def __init__(self, query, items, tokens, text, considered):
+        self.query, self.items, self.tokens, self.text, self.considered = query, items, tokens, text, considered
+
+    def to_json(self):
+        return {"query": self.query, "tokens": self.tokens, "considered": self.considered,
+                "items": [h.to_json() for h in self.items]}
+
+
+# -- the question as terms ----------------------------------------------------------
+
+def terms(query):
+    """(words, cjk trigrams, phrases) of a question: content words in order, lowercased."""
+    query = query[:50_000]
+    cjk_runs = []
+    for run in _CJK.findall(query):
+        for stop in _STOP_ZH:  # split a run at its function words
+            run = run.replace(stop, " ")
+        cjk_runs += [r for r in run.split() if r]
+    latin = _CJK.sub(" ", query)
+    words = []
+    for w in _WORD.findall(latin.lower()):
+        w = w.replace("’", "'")
+        if w in _STOP_EN or (len(w) < 2 and not w.isdigit()):
+            continue
+        if w.endswith("'s"):
+            w = w[:-2]
+        words.append(w)
+    grams = []
+    for run in cjk_runs:  # trigrams for the trigram index, and the bigrams it cannot see
+        if len(run) <= 3:
+            grams.append(run)
+        else:
+            grams += [run[i:i + 3] for i in range(len(run) - 2)]
+        grams += [run[i:i + 2] for i in range(len(run) - 1)] if len(run) > 2 else []
+    phrases = [f"{a} {b}" for a, b in zip(words, words[1:])]
+    return _unique(words)[:MAX_TERMS], _unique(grams)[:MAX_TERMS], _unique(phrases)[:MAX_TERMS]
+
+
+def _unique(xs):
+    seen, out = set(), []
+    for x in xs:
+        if x not in seen:
+            seen.add(x)
+            out.append(x)
+    return out
+
+
+def _quote(term):
+    return '"' + term.replace('"', '""') + '"'
+
+
+def fts_or(items):
+    """An FTS5 expression matching any of *items*, each a quoted string (never syntax)."""
+    return " OR ".join(_quote(t) for t in items)
+
+
+# -- ranking ----------------------------------------------------------------------------
+
+def candidates(store, query, pool=POOL):
+    """{message id: relevance in [0, 1]} from both indexes (each normalised to its best hit)."""
+    words, grams, _phrases = terms(query)
+    scores = {}
+    for index, items in (("words", words), ("trigrams", [g for g in grams if len(g) >= 3])):
+        if not items:
+            continue
+        hits = store.match(fts_or(items), pool, index=index)
+        if not hits:
+            continue
+        best = -min(b for _i, b in hits) or 1.0
+        for mid, b in hits:
+            scores[mid] = max(scores.get(mid, 0.0), (-b) / best)
+    short = [g for g in grams if len(g) == 2][:6]  # two-character CJK words: the trigram index cannot see them
+    for g in short:
+        for m in store.search(g, pool):  # a substring scan: each bigram found adds to the score
+            scores[m.id] = min(1.0, scores.get(m.id, 0.0) + 0.6 / len(short))
+    return scores
+
+
+def rank(store, query, *, exclude=(), now=None, pool=POOL):
+    """[Hit] best first: relevance weighted by kind, phrases, recency, importance; with each
+    question's answer and each answer's question."""
+    scores = candidates(store, query, pool)
+    if not scores:
+        return []
+    _words, _grams, phrases = terms(query)
+    msgs = {m.id: m for m in store.messages(scores)}
+    newest = now or store.newest_ts() or time.time()
+    hits = {}
+    for mid, rel in scores.items():
+        m = msgs.get(mid)
+        if m is None:
+            continue
+        weight = KIND_WEIGHT.get(m.kind, 0.5)
+        if weight <= 0:
+            continue
+        low = m.content.lower()
+        bonus = PHRASE_BONUS * min(1.0, sum(1 for p in phrases if p in low) / 2) if phrases else 0.0
+        age_days = max(0.0, (newest - (m.ts or newest)) / 86400)
+        score = rel * weight + bonus + RECENCY / (1 + age_days / 30) + IMPORTANCE * (m.importance or 0.5)
+        hits[mid] = Hit(m, score, "match")
+    # a question comes with its answer, an answer with its question
+    for h in sorted(hits.values(), key=lambda h: -h.score)[:60]:
+        before, after = store.beside(h.message)
+        pair = after if _is_question(h.message.content) else (before if before and _is_question(before.content)
+                                                              else None)
+        if pair is not None and KIND_WEIGHT.get(pair.kind, 0.5) > 0:
+            s = h.score * PAIR_SHARE
+            if pair.id not in hits or hits[pair.id].score < s:
+                hits[pair.id] = Hit(pair, s, "answer" if pair is after else "question")
+    excluded = set(exclude)
+    return sorted((h for h in hits.values() if h.message.id not in excluded), key=lambda h: (-h.score, h.message.id))
+
+
+def _is_question(text):
+    t = text.rstrip()
+    return t.endswith(("?", "？")) or "?" in t[-200:]
+
+
+# -- packing --------------------------------------------------------------------------
+
+def _day(ts):
+    return time.strftime("%Y-%m-%d", time.gmtime(ts or 0))
+
+
+def _clock(ts):
+    return time.strftime("%H:%M", time.gmtime(ts or 0))
+
+
+def item_text(m):
+    text = m.content
+    if len(text) > MAX_ITEM_CHARS:
+        cut = text[:MAX_ITEM_CHARS]
+        nl = cut.rfind("\n")
+        text = (cut[:nl] if nl > MAX_ITEM_CHARS // 2 else cut) + " …"
+    label = m.role if m.kind in ("prompt", "reply") else f"{m.role} ({m.kind}{', ' + m.tool if m.tool else ''})"
+    return f"{_clock(m.ts)} {label} #{m.id}: {text}"
+
+
+def pack(hits, budget, counter=estimate):
+    """The best hits that fit *budget* tokens, in time order under date headings: (items, text, tokens)."""
+    chosen, used, days = [], 0, set()
+    for h in hits:
+        line = item_text(h.message)
+        day = _day(h.message.ts)
+        cost = counter(line) + PER_ITEM + (0 if day in days else counter(f"[{day}]") + 1)
+        if used + cost > budget:
+            continue
+        chosen.append(h)
+        used += cost
+        days.add(day)
+    chosen.sort(key=lambda h: (h.message.ts or 0, h.message.id))
+    out, last_day = [], None
+    for h in chosen:
+        day = _day(h.message.ts)
+        if day != last_day:
+            out.append(f"[{day}]")
+            last_day = day
+        out.append(item_text(h.message))
+    text = "\n".join(out)
+    return chosen, text, (counter(text) if text else 0)
+
+
+def recall(store, query, budget, *, exclude=(), threshold=0.0, counter=estimate, now=None):
+    """Recall for *query* within *budget* tokens (see the module docstring).
+
+    *threshold*: hits scoring below it are left out (per-prompt recall injects only
+    what is relevant). *exclude*: message ids the caller already holds.
+    """
+    hits = [h for h in rank(store, query, exclude=exclude, now=now) if h.score >= threshold]
+    items, text, used = pack(hits, budget, counter)
+    # an estimate can be off: the packed text itself never exceeds the budget
+    while items and used > budget:
+        items, text, used = pack(sorted(items, key=lambda h: -h.score)[:-1], budget, counter)
+    return Recall(query, items, used, text, len(hits))
+
+
+def snippet(text, query, width=160):
+    """A one-line window of *text* around the first word of *query* it contains."""
+    flat = " ".join(text.split())
+    if len(flat) <= width:
+        return flat
+    words, grams, _p = terms(query)
+    low = flat.lower()
+    at = min((i for i in (low.find(w[:max(3, len(w) - 2)]) for w in words + grams) if i >= 0), default=0)
+    start = max(0, min(at - width // 3, len(flat) - width))
+    out = flat[start:start + width]
+    return ("…" if start else "") + out + ("…" if start + width < len(flat) else "")
