@@ -3,106 +3,142 @@
 # PROMPT_COMMAND (string or array). bash has no chpwd: the prompt hook notices
 # a changed $PWD. No process starts unless a project root, its watched files
 # or the ctxd state changed.
+#
+# Runs on bash 3.2 (macOS /bin/bash) as well as 5.x: no bash-4 syntax here
+# (tests/test_bash_compat.py scans for it). Builtins are called as \builtin and
+# commands as \command, so a user's alias or function named like one (cd,
+# printf, test, [ ...) cannot change what the hook does. Ctrl-C while the hook
+# changes the environment waits until the change is complete (see _ctxd_hook).
 
 _ctxd_markers=(@CTXD_MARKERS@)
 _ctxd_cmd=(@CTXD_COMMAND@)
-export _CTXD_HOOK=bash  # for `ctxd doctor` (a child process cannot see shell functions)
+_ctxd_nl=$'\n'
+\builtin export _CTXD_HOOK=bash  # for `ctxd doctor` (a child process cannot see shell functions)
 
 # Nearest directory at or above $PWD holding a marker -> _ctxd_r ("" if none).
 _ctxd_find_root() {
-  local _ctxd_d=$PWD _ctxd_m
+  \builtin local _ctxd_d="$PWD" _ctxd_m _ctxd_more=1
   _ctxd_r=
-  while :; do
+  while [[ -n $_ctxd_more ]]; do
+    # "" stands for / once the last component is gone
+    [[ -z $_ctxd_d || $_ctxd_d == / ]] && _ctxd_more=
     for _ctxd_m in "${_ctxd_markers[@]}"; do
       if [[ -e ${_ctxd_d}/${_ctxd_m} ]]; then
         _ctxd_r=${_ctxd_d:-/}
-        return 0
+        \builtin return 0
       fi
     done
-    [[ -z $_ctxd_d || $_ctxd_d == / ]] && return 0
     _ctxd_d=${_ctxd_d%/*}
   done
+  \builtin return 0
 }
 
 # Status 0 when a watched file changed since the last export.
 _ctxd_watch_changed() {
-  [[ -n ${CTXD_WATCH-} ]] || return 1
-  local _ctxd_rest=$CTXD_WATCH _ctxd_line _ctxd_stamp=
-  _ctxd_stamp=${_ctxd_rest%%$'\n'*}
-  [[ $_ctxd_rest == *$'\n'* ]] && _ctxd_rest=${_ctxd_rest#*$'\n'} || _ctxd_rest=
+  [[ -n ${CTXD_WATCH-} ]] || \builtin return 1
+  \builtin local _ctxd_rest="$CTXD_WATCH" _ctxd_line _ctxd_stamp=
+  _ctxd_stamp=${_ctxd_rest%%"$_ctxd_nl"*}
+  if [[ $_ctxd_rest == *"$_ctxd_nl"* ]]; then _ctxd_rest=${_ctxd_rest#*"$_ctxd_nl"}; else _ctxd_rest=; fi
   while [[ -n $_ctxd_rest ]]; do
-    _ctxd_line=${_ctxd_rest%%$'\n'*}
-    [[ $_ctxd_rest == *$'\n'* ]] && _ctxd_rest=${_ctxd_rest#*$'\n'} || _ctxd_rest=
+    _ctxd_line=${_ctxd_rest%%"$_ctxd_nl"*}
+    if [[ $_ctxd_rest == *"$_ctxd_nl"* ]]; then _ctxd_rest=${_ctxd_rest#*"$_ctxd_nl"}; else _ctxd_rest=; fi
     case $_ctxd_line in
-      +*) [[ -e ${_ctxd_line:1} ]] || return 0
-          [[ -n $_ctxd_stamp && ${_ctxd_line:1} -nt $_ctxd_stamp ]] && return 0 ;;
-      -*) [[ -e ${_ctxd_line:1} ]] && return 0 ;;
+      +*) [[ -e ${_ctxd_line:1} ]] || \builtin return 0
+          [[ -n $_ctxd_stamp && ${_ctxd_line:1} -nt $_ctxd_stamp ]] && \builtin return 0 ;;
+      -*) [[ -e ${_ctxd_line:1} ]] && \builtin return 0 ;;
     esac
   done
-  return 1
+  \builtin return 1
 }
 
+# Status 1 when ctxd was interrupted: nothing was changed then.
 _ctxd_run() {
-  local _ctxd_out _ctxd_rc _ctxd_need=1
+  \builtin local _ctxd_out _ctxd_rc _ctxd_need=1
   # a new shell inherits CTXD_STATE but not the restore function: ask for it
-  declare -F _ctxd_restore >/dev/null && _ctxd_need=0
-  _ctxd_out=$(CTXD_NEED_RESTORE=$_ctxd_need "${_ctxd_cmd[@]}" export bash 2>/dev/null)
+  \builtin declare -F _ctxd_restore >/dev/null && _ctxd_need=0
+  _ctxd_out=$(CTXD_NEED_RESTORE=$_ctxd_need \command "${_ctxd_cmd[@]}" export bash 2>/dev/null)
   _ctxd_rc=$?
+  if (( _ctxd_rc > 128 )); then
+    # killed by a signal (Ctrl-C): what it printed may be cut short, so none
+    # of it runs and the environment stays exactly as it was
+    \builtin printf 'ctxd: interrupted; the environment is unchanged (ctxd tries again at the next prompt)\n' >&2
+    \builtin return 1
+  fi
   if [[ -n $_ctxd_out ]]; then
-    eval "$_ctxd_out"
+    \builtin eval "$_ctxd_out"
   fi
   if (( _ctxd_rc != 0 )); then
     # ctxd is gone, crashed or found its state corrupt: undo the last
     # activation without it, so the shell is clean whatever happened.
-    if declare -F _ctxd_restore >/dev/null; then _ctxd_restore; fi
-    unset -f _ctxd_restore
-    unset CTXD_STATE CTXD_WATCH
+    if \builtin declare -F _ctxd_restore >/dev/null; then _ctxd_restore; fi
+    \builtin unset -f _ctxd_restore
+    \builtin unset CTXD_STATE CTXD_WATCH
     if (( _ctxd_rc == 6 )); then
-      _ctxd_out=$("${_ctxd_cmd[@]}" export bash 2>/dev/null) && eval "$_ctxd_out"
+      _ctxd_out=$(\command "${_ctxd_cmd[@]}" export bash 2>/dev/null) && \builtin eval "$_ctxd_out"
     elif [[ -z $_ctxd_out ]]; then
-      printf 'ctxd: the hook could not run ctxd (exit %s); project environment unloaded. Try: ctxd doctor\n' "$_ctxd_rc" >&2
+      \builtin printf 'ctxd: the hook could not run ctxd (exit %s); project environment unloaded. Try: ctxd doctor\n' "$_ctxd_rc" >&2
     fi
   fi
-  return 0
+  \builtin return 0
 }
 
 _ctxd_hook() {
-  local _ctxd_status=$? _ctxd_r
+  \builtin local _ctxd_status=$? _ctxd_r _ctxd_trap _ctxd_done=1
   _ctxd_find_root
   if [[ ${_ctxd_init-} == 1 && $_ctxd_r == "${_ctxd_root-}" && ${CTXD_STATE-} == "${_ctxd_seen-}" ]] \
     && ! _ctxd_watch_changed; then
-    return $_ctxd_status
+    \builtin return $_ctxd_status
   fi
+  # The environment changes from here on. Ctrl-C must not stop that halfway
+  # (an eval cut short leaves half of it applied), so SIGINT gets a no-op trap
+  # until it is done, then the user's own INT trap (if any) comes back. A
+  # trapped signal is reset in child processes: ctxd itself can still be
+  # interrupted, and _ctxd_run then changes nothing.
+  _ctxd_trap=$(\builtin trap -p INT)
+  \builtin trap : INT
   if [[ -z $_ctxd_r && -n ${CTXD_STATE-} && ${_ctxd_fast_leave-} == 1 \
         && $CTXD_STATE == "${_ctxd_seen-}" && ${PATH-} == "${_ctxd_path-}" ]] \
-     && declare -F _ctxd_restore >/dev/null; then
+     && \builtin declare -F _ctxd_restore >/dev/null; then
     # Leaving for no project, nothing touched since our export, no on_leave
     # hook: the restore function undoes it exactly, without starting ctxd.
     _ctxd_restore
-    unset -f _ctxd_restore
+    \builtin unset -f _ctxd_restore
     _ctxd_fast_leave=0
   elif [[ -n $_ctxd_r || -n ${CTXD_STATE-} ]]; then
-    _ctxd_run
+    _ctxd_run || _ctxd_done=
   fi
-  _ctxd_init=1
-  _ctxd_root=$_ctxd_r
-  _ctxd_seen=${CTXD_STATE-}
-  _ctxd_path=${PATH-}
-  return $_ctxd_status
+  if [[ -n $_ctxd_done ]]; then
+    _ctxd_init=1
+    _ctxd_root=$_ctxd_r
+    _ctxd_seen=${CTXD_STATE-}
+    _ctxd_path=${PATH-}
+  fi
+  if [[ -n $_ctxd_trap ]]; then \builtin eval "$_ctxd_trap"; else \builtin trap - INT; fi
+  \builtin return $_ctxd_status
 }
 
 # Install once, first in line; keep whatever else is there. An array element
 # may hold the string form ("_ctxd_hook;user_cmd") when something appended to
 # PROMPT_COMMAND with += after an earlier install: that counts as installed.
+# `declare -p` tells an array from a string on every bash (${x@a} needs 4.4),
+# and ${a[@]+"${a[@]}"} expands an empty array under set -u before bash 4.4.
+if [[ ${PROMPT_COMMAND+set} == set ]]; then
+  _ctxd_pc=$(\builtin declare -p PROMPT_COMMAND 2>/dev/null)
+  _ctxd_pc=${_ctxd_pc#declare -}
+  _ctxd_pc=${_ctxd_pc%% *}
+else
+  _ctxd_pc=
+fi
 # PROMPT_COMMAND is deliberately handled both as an array and as a string:
 # shellcheck disable=SC2128,SC2178
-if [[ ${PROMPT_COMMAND+set} == set && ${PROMPT_COMMAND@a} == *a* ]]; then
+if [[ $_ctxd_pc == *a* ]]; then
   _ctxd_found=
-  for _ctxd_pc in "${PROMPT_COMMAND[@]}"; do
+  for _ctxd_pc in ${PROMPT_COMMAND[@]+"${PROMPT_COMMAND[@]}"}; do
     [[ ";$_ctxd_pc;" == *";_ctxd_hook;"* ]] && _ctxd_found=1
   done
-  [[ -n $_ctxd_found ]] || PROMPT_COMMAND=(_ctxd_hook "${PROMPT_COMMAND[@]}")
-  unset _ctxd_found _ctxd_pc
+  [[ -n $_ctxd_found ]] || PROMPT_COMMAND=(_ctxd_hook ${PROMPT_COMMAND[@]+"${PROMPT_COMMAND[@]}"})
+  \builtin unset _ctxd_found
 elif [[ ";${PROMPT_COMMAND-};" != *";_ctxd_hook;"* ]]; then
   PROMPT_COMMAND="_ctxd_hook${PROMPT_COMMAND:+;$PROMPT_COMMAND}"
 fi
+\builtin unset _ctxd_pc

@@ -2,7 +2,11 @@
 # (in ~/.config/fish/config.fish). Reacts to $PWD at once and to edits of
 # watched files before each prompt; keeps $status; safe to source twice.
 # No process starts unless a project root, its watched files or the ctxd
-# state changed.
+# state changed. Builtins a function can shadow (printf, functions, source,
+# path) are called as `builtin`, external commands as `command`, so a user's
+# function or alias named like one cannot change what the hook does; Ctrl-C
+# while the hook changes the environment waits until the change is complete
+# (see __ctxd_hook).
 
 set -g __ctxd_markers @CTXD_MARKERS@
 set -g __ctxd_cmd @CTXD_COMMAND@
@@ -29,7 +33,7 @@ function __ctxd_find_root
     end
     set -l hit
     if set -q __ctxd_path_filter
-        set hit (path filter -Z -- $cands | string split0)[1]
+        set hit (builtin path filter -Z -- $cands | string split0)[1]
     else
         for c in $cands
             if test -e "$c"
@@ -72,22 +76,28 @@ end
 function __ctxd_run
     # a new shell inherits CTXD_STATE but not the restore function: ask for it
     set -lx CTXD_NEED_RESTORE 1  # local to this function (works before fish 3.1's VAR=x cmd)
-    functions -q __ctxd_restore; and set CTXD_NEED_RESTORE 0
+    builtin functions -q __ctxd_restore; and set CTXD_NEED_RESTORE 0
     set -l out (command $__ctxd_cmd export fish 2>/dev/null)
     set -l rc $status
+    if test $rc -gt 128
+        # killed by a signal (Ctrl-C): what it printed may be cut short, so
+        # none of it runs and the environment stays exactly as it was
+        builtin printf '%s\n' 'ctxd: interrupted; the environment is unchanged (ctxd tries again at the next prompt)' >&2
+        return 1
+    end
     if test -n "$out"
-        printf '%s\n' $out | source
+        builtin printf '%s\n' $out | builtin source
     end
     if test $rc -ne 0
-        functions -q __ctxd_restore; and __ctxd_restore
-        functions -e __ctxd_restore
+        builtin functions -q __ctxd_restore; and __ctxd_restore
+        builtin functions -e __ctxd_restore
         set -e -g CTXD_STATE
         set -e -g CTXD_WATCH
         if test $rc -eq 6
             set out (command $__ctxd_cmd export fish 2>/dev/null)
-            and printf '%s\n' $out | source
+            and builtin printf '%s\n' $out | builtin source
         else if test -z "$out"
-            printf 'ctxd: the hook could not run ctxd (exit %s); project environment unloaded. Try: ctxd doctor\n' $rc >&2
+            builtin printf 'ctxd: the hook could not run ctxd (exit %s); project environment unloaded. Try: ctxd doctor\n' $rc >&2
         end
     end
     return 0
@@ -103,21 +113,32 @@ function __ctxd_hook
             return $ctxd_status
         end
     end
+    # The environment changes from here on. Ctrl-C must not stop that halfway:
+    # while a SIGINT handler exists, fish runs it instead of cancelling what
+    # is running, so one that does nothing holds Ctrl-C until the change is
+    # done (a user's own handlers stay and run too). ctxd itself can still be
+    # interrupted, and __ctxd_run then changes nothing.
+    function __ctxd_hold_sigint --on-signal SIGINT
+    end
+    set -l done 1
     if test -z "$r"; and test -n "$cur_state"; and test "$__ctxd_fast_leave" = 1
         and test "$cur_state" = "$__ctxd_seen"; and test "$PATH" = "$__ctxd_path"
-        and functions -q __ctxd_restore
+        and builtin functions -q __ctxd_restore
         # Leaving for no project, nothing touched since our export, no on_leave
         # hook: the restore function undoes it exactly, without starting ctxd.
         __ctxd_restore
-        functions -e __ctxd_restore
+        builtin functions -e __ctxd_restore
         set -g __ctxd_fast_leave 0
     else if test -n "$r"; or test -n "$cur_state"
-        __ctxd_run
+        __ctxd_run; or set done 0
     end
-    set -g __ctxd_init 1
-    set -g __ctxd_root $r
-    set -g __ctxd_path "$PATH"
-    set -q CTXD_STATE; and set -g __ctxd_seen "$CTXD_STATE"; or set -g __ctxd_seen ""
+    if test $done = 1
+        set -g __ctxd_init 1
+        set -g __ctxd_root $r
+        set -g __ctxd_path "$PATH"
+        set -q CTXD_STATE; and set -g __ctxd_seen "$CTXD_STATE"; or set -g __ctxd_seen ""
+    end
+    builtin functions -e __ctxd_hold_sigint
     return $ctxd_status
 end
 

@@ -58,7 +58,7 @@ class Bash(Shell):
         return f"export {name}={self.quote(value)}"
 
     def unset_var(self, name):
-        return f"unset {check_name(name)}"
+        return f"\\builtin unset {check_name(name)}"
 
     def warn(self, message):
         # \builtin: a user's alias or function named printf cannot interfere
