@@ -1,0 +1,159 @@
+"""Ranked recall (ctxd.memory.recall) on the real store: terms, ranking, pairing, budgets, bad input."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from ctxd.memory import recall
+from ctxd.memory.store import Store
+from ctxd.memory.tokens import estimate
+
+TURNS = [
+    ("prompt", "When is the database cutover scheduled?"),
+    ("reply", "The cutover is scheduled for 2026-04-12 at 14:00 UTC, after the freeze."),
+    ("prompt", "I adopted a rescue dog named Biscuit last spring."),
+    ("reply", "Biscuit sounds lovely! How is he settling in?"),
+    ("prompt", "He's great, he loves the beach near Santa Cruz."),
+    ("prompt", "我们什么时候部署新版本？"),
+    ("reply", "新版本在周五下午部署。"),
+    ("tool_result", "FAILED tests/test_parser.py::test_unicode - AssertionError"),
+    ("meta", "[Request interrupted by user]"),
+]
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = Store(str(tmp_path / "ctx"))
+    s.add_many([dict(kind=k, content=c, session="s1", ts=1_700_000_000 + i * 60, dedup=f"t{i}")
+                for i, (k, c) in enumerate(TURNS)])
+    yield s
+    s.close()
+
+
+def ids(r):
+    return [h.message.id for h in r.items]
+
+
+def test_terms_drop_stop_words_and_keep_phrases():
+    words, grams, phrases = recall.terms("When is the database cutover scheduled?")
+    assert words == ["database", "cutover", "scheduled"]
+    assert phrases == ["database cutover", "cutover scheduled"]
+    assert grams == []
+    _w, grams, _p = recall.terms("我们什么时候部署新版本")
+    assert "部署新" in grams and "部署" in grams and all("什么" not in g for g in grams)
+
+
+def test_a_natural_question_finds_the_answer(store):
+    r = recall.recall(store, "what date did we pick for the cutover?", 500)
+    assert ids(r)[:2] == [1, 2]
+    assert "2026-04-12" in r.text and "[2023-11-14]" in r.text  # each turn under its date
+
+
+def test_stemming_and_any_word_order(store):
+    r = recall.recall(store, "adopting dogs", 500)
+    assert 3 in ids(r)
+
+
+def test_a_question_brings_its_answer_and_an_answer_its_question(store):
+    r = recall.recall(store, "settling in", 500)
+    assert {4, 5} <= set(ids(r))  # the hit is a question: its answer (the next turn) comes along
+    whys = {h.message.id: h.why for h in r.items}
+    assert whys[4] == "match" and whys[5] == "answer"
+
+
+def test_chinese_question(store):
+    r = recall.recall(store, "新版本什么时候部署", 500)
+    assert ids(r)[:2] == [6, 7] or set(ids(r)[:2]) == {6, 7}
+
+
+def test_meta_is_never_recalled_and_tool_results_rank_below_turns(store):
+    assert 9 not in ids(recall.recall(store, "request interrupted", 500))
+    r = recall.recall(store, "unicode parser test failed", 500)
+    assert 8 in ids(r)
+    assert [h for h in r.items if h.message.id == 8][0].message.kind == "tool_result"
+
+
+def test_exclude_and_threshold(store):
+    assert 2 not in ids(recall.recall(store, "cutover", 500, exclude={2}))
+    assert ids(recall.recall(store, "cutover", 500, threshold=99.0)) == []
+
+
+def test_budget_is_a_hard_cap(store):
+    for budget in (0, 5, 20, 40, 80, 500):
+        r = recall.recall(store, "cutover dog beach 部署 parser", budget)
+        assert r.tokens <= budget and estimate(r.text) <= budget
+
+
+def test_hex_heavy_text_stays_within_the_budget(tmp_path):
+    with Store(str(tmp_path / "ctx")) as s:
+        s.add_many([dict(kind="reply", content=f"deploy digest {os.urandom(300).hex()}", session="s",
+                         dedup=str(i)) for i in range(30)])
+        r = recall.recall(s, "deploy digest", 400)
+        assert r.items and r.tokens <= 400
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.one_of(st.text(max_size=300), st.sampled_from([
+    '"', '""', "*", "-", "^", "(", ")", "AND", "OR", "NOT", "NEAR(a b, 2)", "content:", "content: x", "{a b}:",
+    "a*", "-x", "^start", "a + b", '"unterminated', "NEAR(", "col:val OR", "😀🚀", "\x00", "'", "\\"])))
+def test_any_text_is_a_query_never_syntax(store, q):
+    r = recall.recall(store, q, 300)
+    assert r.tokens <= 300
+    recall.rank(store, q)
+
+
+def test_a_50kb_prompt(store):
+    r = recall.recall(store, ("cutover " + "lorem ipsum dolor sit amet " * 2000)[:50_000], 300)
+    assert 2 in ids(r) or 1 in ids(r)
+
+
+def test_empty_store(tmp_path):
+    with Store(str(tmp_path / "ctx")) as s:
+        assert recall.recall(s, "anything", 500).items == []
+
+
+def _ctxd(*args, cwd, env):
+    return subprocess.run([sys.executable, "-m", "ctxd", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_ctxd_recall_and_chat_search_commands(tmp_path):
+    proj = tmp_path / "proj"
+    (proj / ".git").mkdir(parents=True)
+    env = dict(os.environ, PWD=str(proj))
+    assert _ctxd("recall", "anything", cwd=proj, env=env).stdout == ""  # nothing recorded: nothing recalled
+    for role, text in (("user", "When is the database cutover scheduled?"),
+                       ("assistant", "The cutover is scheduled for 2026-04-12 at 14:00 UTC.")):
+        assert _ctxd("chat", "add", "--role", role, text, cwd=proj, env=env).returncode == 0
+    p = _ctxd("recall", "cutover date?", cwd=proj, env=env)
+    assert p.returncode == 0 and "2026-04-12" in p.stdout and "user #1:" in p.stdout
+    got = json.loads(_ctxd("recall", "cutover date?", "--json", "--budget", "100", cwd=proj, env=env).stdout)
+    assert got["tokens"] <= 100 and [i["id"] for i in got["items"]][:1] in ([1], [2])
+    assert {"time", "kind", "score", "content"} <= set(got["items"][0])
+    for q in ('NEAR(" *', "content:", "-", ""):
+        p = _ctxd("chat", "search", q, cwd=proj, env=env)
+        assert p.returncode == 0 and p.stderr == "", (q, p.stderr)
+    lines = [json.loads(l) for l in _ctxd("chat", "search", "scheduled cutover", "--json", cwd=proj,
+                                          env=env).stdout.splitlines()]
+    assert [l["id"] for l in lines] == [1, 2] or [l["id"] for l in lines] == [2, 1]
+    assert all(l["snippet"] for l in lines)
+
+
+def test_recall_on_a_corrupt_store_is_one_line(tmp_path):
+    proj = tmp_path / "proj"
+    (proj / ".git").mkdir(parents=True)
+    env = dict(os.environ, PWD=str(proj))
+    assert _ctxd("chat", "add", "hello there", cwd=proj, env=env).returncode == 0
+    store = next((tmp_path / "home").rglob("store.db"), None) or next(proj.rglob("store.db"), None)
+    if store is None:  # the context dir is wherever ctxd paths says
+        out = json.loads(_ctxd("paths", "--json", cwd=proj, env=env).stdout)
+        store = out["store"]
+    with open(store, "r+b") as f:
+        f.write(b"garbage!" * 64)
+    p = _ctxd("recall", "hello", cwd=proj, env=env)
+    assert p.returncode != 0 and p.stderr.count("\n") == 1 and p.stderr.startswith("ctxd: ")
+    assert "Traceback" not in p.stderr
