@@ -9,6 +9,7 @@ import os
 
 from ctxd import paths
 from ctxd.activation import minijson
+from ctxd.errors import CtxdError
 
 CACHE_SCHEMA = 1
 
@@ -88,7 +89,7 @@ def atomic_write(path, data, mode=0o600, *, exclusive=False):
     _fsync_dir(d)
 
 
-class Busy(BlockingIOError):
+class Busy(CtxdError, BlockingIOError):
     """locked(..., blocking=False): another process holds the lock."""
 
     def __init__(self, path):

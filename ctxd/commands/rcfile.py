@@ -7,7 +7,7 @@ import click
 
 from ctxd.activation import contextrc
 from ctxd.activation.detectors import detect
-from ctxd.commands.trust import allow_rc
+from ctxd.activation.allow import allow_rc
 from ctxd.errors import ConfigError, CtxdError
 
 TEMPLATE_HEAD = """\
@@ -99,7 +99,7 @@ def edit(directory):
 
     An invalid file is not allowed: the error is shown and you can edit again.
     """
-    from ctxd.commands.trust import target_dir
+    from ctxd.activation.allow import target_dir
 
     try:
         d = target_dir(directory)
