@@ -331,19 +331,32 @@ def _claude_result_text(block):
     return text
 
 
+_CLAUDE_TOOL_USE = re.compile(rb'"type"\s*:\s*"tool_use"\s*,\s*"id"\s*:\s*"([^"\\]+)"\s*,\s*"name"\s*:\s*"([^"\\]+)"')
+_CLAUDE_TIME = re.compile(rb'"timestamp"\s*:\s*"([^"\\]+)"')
+_CLAUDE_UUID = re.compile(rb'"uuid"\s*:\s*"([^"\\]+)"')
+
+
 def _claude_prompt_counts(f, ctx):
-    """How often each prompt occurred before ctx.start (an incremental import needs the counts).
+    """What an incremental import needs to know of the lines before ctx.start: how often each
+    prompt occurred, the names of the tools called (tool_use id -> name) and when each line
+    happened (uuid -> time, for session titles).
 
     Only lines that can be prompts are parsed: a user line (``"type":"user"``)
-    without a tool result (an unescaped ``"tool_use_id"`` key only occurs in one).
+    without a tool result (an unescaped ``"tool_use_id"`` key only occurs in one);
+    tool names and times are read off the raw line.
     """
-    import re
-
     user = re.compile(rb'"type"\s*:\s*"user"')
     sidechains = os.path.basename(ctx.path).startswith("agent-")
-    counts = {}
+    counts, names, times = {}, {}, {}
     scan = Ctx(ctx.path)
     for n, raw in _lines(f, scan, start=0, line_no=1, end=ctx.start):
+        if b'"tool_use"' in raw:
+            for m in _CLAUDE_TOOL_USE.finditer(raw):
+                names[m.group(1).decode("utf-8", "replace")] = m.group(2).decode("utf-8", "replace")
+        if b'"uuid"' in raw:
+            u, t = _CLAUDE_UUID.search(raw), _CLAUDE_TIME.search(raw)
+            if u and t:
+                times[u.group(1).decode("utf-8", "replace")] = _ts(t.group(1).decode("utf-8", "replace"))
         if b'"tool_use_id"' in raw or not user.search(raw):
             continue
         obj = _parse_json(n, raw)
@@ -359,7 +372,7 @@ def _claude_prompt_counts(f, ctx):
                 ctx.default_session
             key = (sid, _sha(text.strip()))
             counts[key] = counts.get(key, 0) + 1
-    return counts
+    return counts, names, times
 
 
 def parse_claude(f, ctx):
@@ -375,9 +388,9 @@ def parse_claude(f, ctx):
     found. A sub-agent's own transcript (``agent-*.jsonl``, every line a
     sidechain) is imported whole.
     """
-    counts = _claude_prompt_counts(f, ctx) if ctx.start > 0 else {}
+    # how often each prompt occurred; tool_use id -> tool name, for the results; uuid -> time
+    counts, names, times = _claude_prompt_counts(f, ctx) if ctx.start > 0 else ({}, {}, {})
     sidechains = os.path.basename(ctx.path).startswith("agent-")
-    names = {}  # tool_use id -> tool name, for the results
     for n, obj in _json_lines(f, ctx):
         if isinstance(obj, Malformed):
             yield obj
@@ -386,13 +399,17 @@ def parse_claude(f, ctx):
         sid = obj.get("sessionId") if isinstance(obj.get("sessionId"), str) and obj.get("sessionId") else \
             ctx.default_session
         ts = _ts(obj.get("timestamp"))
+        if isinstance(obj.get("uuid"), str) and ts is not None:
+            times[obj["uuid"]] = ts
         if kind == "summary":
             text = obj.get("summary")
             if not isinstance(text, str):
                 yield Malformed(n, "a summary without text")
             elif text.strip():
-                leaf = obj.get("leafUuid") if isinstance(obj.get("leafUuid"), str) else _sha(text)[:16]
-                yield _rec("summary", text, sid, "claude", f"claude:{sid}:summary:{leaf}", ts, subtype="title")
+                leaf = obj.get("leafUuid") if isinstance(obj.get("leafUuid"), str) else None
+                # a title line has no time of its own: it names the session as of its leaf message
+                yield _rec("summary", text, sid, "claude", f"claude:{sid}:summary:{leaf or _sha(text)[:16]}",
+                           ts if ts is not None else times.get(leaf), subtype="title")
             continue
         if kind not in ("user", "assistant"):
             continue  # system, file-history-snapshot, progress, ...: not conversation
@@ -459,6 +476,9 @@ _CODEX_ITEMS = ("message", "function_call", "function_call_output", "custom_tool
                 "custom_tool_call_output", "local_shell_call", "reasoning", "web_search_call")
 _CODEX_EXIT = re.compile(r"(?:Process exited with code|Exit code:?) (-?\d+)")
 _CODEX_TURN_END = ("task_complete", "turn_aborted")
+_CODEX_CALL_ID = re.compile(rb'"call_id"\s*:\s*"([^"\\]+)"')
+_CODEX_CALL_NAME = re.compile(rb'"type"\s*:\s*"(?:function_call|custom_tool_call)"\s*,.*?"name"\s*:\s*"([^"\\]+)"')
+_CODEX_IMAGE_TAG = re.compile(r"\A\s*</?image\b[^>]*>\s*\Z")
 
 
 def _codex_output(out):
@@ -521,11 +541,13 @@ def _codex_item(obj, n):
 
 
 def _codex_message_text(item):
+    """A message's text; Codex's ``<image>``/``</image>`` parts around an attached image are left out."""
     content = item.get("content")
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return _text_parts(content)
+        return _text_parts([p for p in content if not (isinstance(p, dict) and isinstance(p.get("text"), str)
+                                                       and _CODEX_IMAGE_TAG.match(p["text"]))])
     return None
 
 
@@ -542,6 +564,7 @@ class _CodexTurns:
         self.turn, self.prompts = None, 0
         self.tasks = False  # the rollout writes task_started events
         self.in_task = False
+        self.names = {}  # call_id -> tool name
 
     def event(self, obj):
         """Apply a turn marker; the new turn id when the turn changed, else None."""
@@ -592,6 +615,12 @@ def _codex_turn_at(f, ctx):
     state = _CodexTurns()
     candidate, last_event = None, None  # the line of an unconfirmed prompt; of the last user_message event
     for n, raw in _lines(f, Ctx(ctx.path), start=0, line_no=1, end=ctx.start):
+        if b'"call_id"' in raw and b'_output"' not in raw:
+            cid = _CODEX_CALL_ID.search(raw)
+            name = _CODEX_CALL_NAME.search(raw)
+            if cid and (name or b'"local_shell_call"' in raw):
+                state.names[cid.group(1).decode("utf-8", "replace")] = \
+                    name.group(1).decode("utf-8", "replace") if name else "local_shell"
         if b'"user_message"' in raw:
             obj = _parse_json(n, raw)
             if not isinstance(obj, Malformed) and obj.get("type") == "event_msg" and \
@@ -647,7 +676,8 @@ def parse_codex(f, ctx):
     held = []  # an assistant message that may end its turn (its key waits), and meta after it
     early = []  # user items before any turn marker: Codex's context if a task_started follows
     pending = []  # a user item waiting for the line after it: a prompt if that is its user_message event
-    names = {}  # call_id -> tool name
+    names = state.names  # call_id -> tool name
+    line_at = {}  # id(record) -> byte offset of its line, for what an incremental import must read again
     last_user_event = None  # the line number of the last event_msg user_message
 
     def settle(final):
@@ -701,7 +731,9 @@ def parse_codex(f, ctx):
         rec.update(kind="meta", role="system", subtype="environment")  # Codex sent it, not the user
         return emit(rec, True)
 
+    start = ctx.pos
     for n, obj in _json_lines(f, ctx):
+        here, start = start, ctx.pos  # where line n begins; where the next one does
         payload = obj.get("payload") if isinstance(obj, dict) else None
         user_event = isinstance(obj, dict) and obj.get("type") == "event_msg" and isinstance(payload, dict) and \
             payload.get("type") == "user_message"
@@ -752,6 +784,7 @@ def parse_codex(f, ctx):
                 ukind, subtype = state.user_kind(text)
                 if ukind == "prompt":
                     rec = _rec("prompt", text, sid, "codex", key, ts)
+                    line_at[id(rec)] = here
                     if state.tasks and last_user_event != n - 1:
                         pending.append(rec)  # Codex follows what the user typed with a user_message event
                     elif state.turn is None and not state.tasks:
@@ -762,7 +795,9 @@ def parse_codex(f, ctx):
                     yield from emit(_rec(ukind, text, sid, "codex", key, ts, subtype=subtype), True)
                 # <environment_context>, AGENTS.md...: Codex's own context, sent every session
             elif role == "assistant" and text.strip():
-                yield from emit(_rec("reply", text, sid, "codex", key, ts), False)
+                rec = _rec("reply", text, sid, "codex", key, ts)
+                line_at[id(rec)] = here
+                yield from emit(rec, False)
             # developer/system messages: Codex's own instructions
         elif t in ("function_call", "custom_tool_call"):
             args = item.get("arguments") if t == "function_call" else item.get("input")
@@ -787,6 +822,15 @@ def parse_codex(f, ctx):
                 yield from emit(_result(text, sid, "codex", key, ts, tool=names.get(cid), call_id=cid,
                                         is_error=failed, exit_code=exit_code), False)
         # reasoning (encrypted), web_search_call, ...: not kept
+    cut = ([held[0]] if held and state.in_task else []) + pending[:1]
+    if ctx.complete_only and state.tasks and cut:
+        # A live rollout, mid-turn: whether the user item gets its user_message event, whether the
+        # answer held is the last of its turn, lines not written yet tell. The next import reads
+        # again from the first of them (what it meets twice has the same keys).
+        if not (held and state.in_task):
+            yield from settle(True)
+        ctx.pos = min(line_at[id(r)] for r in cut)
+        return
     if pending:
         rec = pending.pop()
         yield from (prompt(rec, None) if state.in_task else emit(
