@@ -73,7 +73,7 @@ def log_exception(where, exc=None):
     the exception being handled) to ctxd's log file; return its path, or None when it
     cannot be written (logging never raises)."""
     try:
-        import time
+        from ctxd.isotime import format_utc
         import traceback
 
         from ctxd import paths
@@ -84,7 +84,7 @@ def log_exception(where, exc=None):
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)  # tracebacks quote conversations
         with open(fd, "a", encoding="utf-8", errors="replace") as f:
-            f.write(f"--- {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {where} (pid {os.getpid()})\n")
+            f.write(f"--- {format_utc()} {where} (pid {os.getpid()})\n")
             if exc is not None:
                 traceback.print_exception(type(exc), exc, exc.__traceback__, file=f)
         return path

@@ -31,6 +31,7 @@ import time
 from datetime import datetime, timezone
 
 from ctxd.errors import CtxdError, ExitCode
+from ctxd.isotime import parse
 
 ALPHA = 0.3
 WEAK = 0.6
@@ -240,14 +241,9 @@ def due(store, now=None):
 def _archive_ts(archive):
     for k in ("updated_at", "updated", "created_at"):
         v = archive.get(k)
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            return float(v)
-        if isinstance(v, str) and v.strip():
-            try:
-                d = datetime.fromisoformat(v.strip().replace("Z", "+00:00"))
-            except ValueError:
-                continue
-            return (d if d.tzinfo else d.replace(tzinfo=timezone.utc)).timestamp()
+        ts = parse(v)
+        if ts is not None:
+            return ts
     return None
 
 

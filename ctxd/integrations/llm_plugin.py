@@ -93,9 +93,9 @@ def fragments(path=None, *, budget=None, model=None, mode="auto"):
 
 
 def _utc(ts):
-    import time
+    from ctxd.isotime import format_minute
 
-    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ts or 0))
+    return format_minute(ts or 0) + " UTC"
 
 
 def ctxd_loader(argument):

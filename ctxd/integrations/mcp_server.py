@@ -21,7 +21,6 @@ with the message; anything else is logged to ctxd's log file and reported as
 
 import functools
 import os
-import time
 from typing import Annotated, Literal
 
 from mcp.server import MCPServer
@@ -32,6 +31,7 @@ from pydantic import Field
 
 from ctxd import __version__, boundary
 from ctxd.errors import CtxdError, ExitCode, NotFoundError
+from ctxd.isotime import format_minute
 
 NAME = "ctxd"
 CONTEXT_URI = "ctxd://project/context"
@@ -94,7 +94,7 @@ def context_markdown(project, budget=4000, query=None):
 
 
 def _when(ts):
-    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(ts))
+    return format_minute(ts)
 
 
 def search_text(project, query, limit=10):

@@ -25,6 +25,7 @@ import time
 
 from ctxd.memory import facts as facts_mod
 from ctxd.memory.tokens import estimate
+from ctxd.isotime import format_utc
 
 RESERVE = 4096
 QUERY_SHARE = 0.6  # of the budget, for the turns recalled for --query
@@ -484,7 +485,7 @@ def assemble(store, *, budget, mode="auto", query=None, system=None, system_comp
             ctx.parts.insert(at, Part("summary", s))
 
     ctx.decision = {
-        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "mode": mode, "reason": reason,
+        "time": format_utc(), "mode": mode, "reason": reason,
         "budget": budget, "window": len(ctx.recent), "messages": n,
         "tokens": {p.name: p.tokens for p in ctx.parts} | {"recent": sum(m.tokens + PER_MESSAGE for m in ctx.recent)},
         "facts": len(ctx.facts), "superseded": ctx.superseded,

@@ -5,10 +5,10 @@ under a lock, atomically, so concurrent writers never leave a torn file.
 """
 
 import os
-import time
 
 from ctxd.activation.fileio import atomic_write, locked
 from ctxd.memory.layout import MemoryPaths
+from ctxd.isotime import format_utc
 
 FILENAME = "context.md"  # MemoryPaths.context_file
 REFRESH_LIMIT = 2000  # messages whose facts one render may extract
@@ -21,7 +21,7 @@ def render(store, root, max_chars=TOTAL_CHARS):
 
     n = store.count()
     name = os.path.basename(root.rstrip("/")) or root
-    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    now = format_utc()
     head = [
         f"# Conversation context: {name}",
         "",

@@ -22,6 +22,7 @@ from ctxd.memory.store_tasks import TasksTables
 
 ROLES = ("user", "assistant", "system", "tool")
 from ctxd.memory.layout import DB_NAME, OUTPUTS  # noqa: F401  (the layout has one home)
+from ctxd.isotime import format_utc
 DEFAULT_OFFLOAD = 8192  # characters
 PREVIEW_HEAD = 1000
 PREVIEW_TAIL = 1000
@@ -204,7 +205,7 @@ class Message:
 
     def to_json(self):
         d = {k: getattr(self, k) for k in self.__slots__ if k not in ("dedup",)}
-        d["time"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.ts))
+        d["time"] = format_utc(self.ts)
         return d
 
 

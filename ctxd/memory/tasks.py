@@ -10,6 +10,7 @@ other turn.
 import time
 
 from ctxd.errors import CtxdError, ExitCode
+from ctxd.isotime import format_minute
 
 
 def current(store):
@@ -58,5 +59,5 @@ def render_open(store):
     if t is None:
         return ""
     ns = notes(store, t["id"])
-    since = time.strftime("%Y-%m-%d %H:%M", time.gmtime(t["started"]))
+    since = format_minute(t["started"])
     return f"{t['name']} (open since {since} UTC)" + "".join(f"\n- {n}" for n in ns)
