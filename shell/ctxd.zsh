@@ -1,6 +1,6 @@
 # ctxd hook for zsh. Install with:  eval "$(ctxd hook zsh)"
 # chpwd reacts to cd at once (also in `cd dir && cmd`), precmd notices edits
-# of watched files. Safe to evaluate twice (add-zsh-hook dedups), keeps $?,
+# of watched files. Safe to evaluate twice (installs once), keeps $?,
 # immune to the user's options (emulate -L zsh). No process starts unless a
 # project root, its watched files or the ctxd state changed. Builtins are
 # called as \builtin and commands as \command, so a user's alias or function
@@ -109,6 +109,11 @@ _ctxd_hook() {
   \builtin return $_ctxd_status
 }
 
-\builtin autoload -Uz add-zsh-hook
-add-zsh-hook chpwd _ctxd_hook
-add-zsh-hook precmd _ctxd_hook
+# Install once (what add-zsh-hook does, without loading it: its body calls
+# builtins unprefixed, so a user's function named like one would break it).
+() {
+  \builtin emulate -L zsh
+  \builtin typeset -ga chpwd_functions precmd_functions
+  (( ${chpwd_functions[(Ie)_ctxd_hook]} )) || chpwd_functions+=(_ctxd_hook)
+  (( ${precmd_functions[(Ie)_ctxd_hook]} )) || precmd_functions+=(_ctxd_hook)
+}
