@@ -631,3 +631,105 @@ def test_chat_import_progress_bar_on_a_terminal(project):
     assert "8 added" in p.stdout
     text = out.decode("utf-8", "replace")
     assert os.path.basename(CODEX) in text and "100%" in text
+
+
+REAL = os.path.join(CONTRACTS, "real")
+
+
+def test_chat_export_jsonl_reimports_losslessly(project, tmp_path):
+    """`ctxd chat export --format jsonl` of real imports, imported into another project, gives the
+    same typed items (kind, role, tool, call id, subtype, data, time, session, source), whole
+    offloaded outputs included; importing it again adds nothing."""
+    for rel in ("claude/tool_heavy.jsonl", "claude/subagent.jsonl", "gemini/session-compressed-5cdd2021.jsonl",
+                "codex/derived-markers-rollout-2025-12-28T12-18-30-019b64e5-57fa-7463-b644-fba7e456f905.jsonl",
+                "llm/logs-llm0.36.db"):
+        p = ctxd("chat", "import", os.path.join(REAL, rel), cwd=project)
+        assert p.returncode == 0, p.stderr
+    exported = ctxd("chat", "export", "--format", "jsonl", cwd=project)
+    assert exported.returncode == 0, exported.stderr
+    path = tmp_path / "export.jsonl"
+    path.write_text(exported.stdout, encoding="utf-8")
+    other = tmp_path / "other"
+    (other / ".git").mkdir(parents=True)
+    p = ctxd("chat", "import", str(path), cwd=other)
+    assert p.returncode == 0, p.stderr
+    n = len(exported.stdout.splitlines())
+    assert p.stdout.strip() == f"{path}: {n} added, 0 already present (jsonl)"
+
+    def items_of(cwd):
+        log = ctxd("chat", "log", "-n", "100000", "--json", cwd=cwd)
+        out = []
+        for m in map(json.loads, log.stdout.splitlines()):
+            if m.get("output_path"):  # the preview names the project's own copy of the output
+                m["content"] = m["content"].replace(m["output_path"], "OUT")
+                m.pop("tokens")  # of the preview, path included
+                with open(m.pop("output_path"), encoding="utf-8") as f:
+                    m["whole"] = f.read()
+            m.pop("id", None)
+            out.append(m)
+        return out
+
+    a, b = items_of(project), items_of(other)
+    assert len(a) == n > 50
+    assert {m["kind"] for m in a} == {"prompt", "reply", "tool_call", "tool_result", "summary", "meta"}
+    assert any("whole" in m for m in a)  # a big tool output was offloaded, and travels whole
+    assert a == b
+    again = ctxd("chat", "import", str(path), cwd=other)
+    assert again.stdout.startswith(f"{path}: 0 added, {n} already present")
+
+
+def _real_lines(rel):
+    with open(os.path.join(REAL, rel), encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+def _write_jsonl(path, objs):
+    path.write_text("".join(json.dumps(o, ensure_ascii=False) + "\n" for o in objs), encoding="utf-8")
+
+
+@pytest.mark.parametrize("parts", [
+    [{"text": "<hook_context>\n# Conversation context: proj\n- budget 30,000\n</hook_context>\n\n"
+              "create 2 hello world files"}],
+    [{"text": "<hook_context>\n# Conversation context: proj\n- budget 30,000\n</hook_context>"},
+     {"text": "create 2 hello world files"}],
+])
+def test_gemini_prompt_keeps_only_what_the_user_typed(store, tmp_path, parts):
+    """Headless Gemini CLI writes ctxd's SessionStart context in front of the prompt: it is kept
+    apart (data.injected), the prompt is what the user typed, under the record's usual key."""
+    objs = _real_lines("gemini/session-2026-04-01T11-11-5cdd2021.jsonl")
+    objs[1]["content"] = parts
+    path = tmp_path / "session-2026-04-01T11-11-5cdd2021.jsonl"
+    _write_jsonl(path, objs)
+    records, _bad = parsed(im.parse_gemini, str(path))
+    first = records[0]
+    assert (first["kind"], first["content"]) == ("prompt", "create 2 hello world files")
+    assert first["data"] == {"injected": "<hook_context>\n# Conversation context: proj\n- budget 30,000\n"
+                                         "</hook_context>"}
+    assert first["dedup"] == "gemini:5cdd2021-574a-483d-8a4b-1b97e8bbce88:1fc0bc7e-faa7-4e70-8d24-42555feb2b35"
+    import_file(store, str(path))
+    (m,) = [m for m in store.iter_all() if m.kind == "prompt"]
+    assert (m.content, m.data["injected"].startswith("<hook_context>")) == ("create 2 hello world files", True)
+
+
+@pytest.mark.parametrize("text,kind,subtype", [
+    ("Your task is to create a detailed summary of the conversation so far, paying close attention to the "
+     "user's explicit requests and your previous actions.\nThis summary should be thorough...", "meta",
+     "compaction_prompt"),
+    ("<task-notification>\n<task-id>bae407b</task-id>\n<status>completed</status>\n</task-notification>", "meta",
+     "task_notification"),
+    ("# Conversation context: spotter\n\n## Facts\n- the server runs on port 4000", "meta", "injected_context"),
+    ("mix phx.server doesnt seem to start", "prompt", None),
+])
+def test_claude_text_the_cli_injected_is_meta(store, tmp_path, text, kind, subtype):
+    """On a real transcript's user line: Claude Code's compaction-agent prompt, a background task's
+    notification and ctxd's own context are not what the user typed; they keep the prompt key."""
+    objs = _real_lines("claude/short.jsonl")
+    objs[3]["message"]["content"] = text
+    path = tmp_path / "short.jsonl"
+    _write_jsonl(path, objs)
+    records, _bad = parsed(im.parse_claude, str(path))
+    (r,) = [r for r in records if r["dedup"].startswith("claude:55604662-cf2a-4331-851a-ec234028f8ca:prompt:")
+            and r["content"] == text]
+    assert (r["kind"], r["subtype"], r["role"]) == (kind, subtype, items.ROLE_OF[kind])
+    assert r["dedup"] == claude_prompt_dedup("55604662-cf2a-4331-851a-ec234028f8ca", text, 1)
+    assert r["ts"] == pytest.approx(im._ts(objs[3]["timestamp"]))

@@ -139,7 +139,7 @@ def export_(fmt, session):
 def export_record(m):
     """One exported jsonl line: OpenAI-style role/content plus the typed fields ctxd keeps."""
     obj = {"role": m.role, "content": m.content, "kind": m.kind, "session": m.session, "source": m.source,
-           "time": m.to_json()["time"], "importance": m.importance}
+           "time": m.to_json()["time"], "ts": m.ts, "importance": m.importance}
     for k in ("tool", "call_id", "subtype", "data", "dedup"):
         v = getattr(m, k)
         if v is not None:

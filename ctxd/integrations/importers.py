@@ -213,6 +213,19 @@ def _jsonl_text(content):
     return None
 
 
+def _exported_output(obj):
+    """The whole text of an exported message whose output the store had moved to a file (the
+    exported content is then its preview), or None."""
+    path = obj.get("output_path")
+    if not isinstance(path, str) or not path or not os.path.isfile(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, ValueError):
+        return None
+
+
 def _jsonl_message(obj, n, key, session, default_ts=None, importance=None):
     """The records of one OpenAI-style message (or one ``ctxd chat export`` line), or a Malformed."""
     raw_role = obj.get("role")
@@ -225,10 +238,15 @@ def _jsonl_message(obj, n, key, session, default_ts=None, importance=None):
     if text is None and content is not None:
         return Malformed(n, f"content is a {type(content).__name__}")
     text = text or ""
-    ts = _ts(obj.get("time")) or _ts(obj.get("ts")) or _ts(obj.get("timestamp")) or default_ts
+    # "ts" (unix seconds, what ctxd chat export writes beside its whole-second "time") first
+    ts = _ts(obj.get("ts")) or _ts(obj.get("time")) or _ts(obj.get("timestamp")) or default_ts
     out = []
     if kind is not None:  # what ctxd chat export wrote: the typed fields as they were stored
-        rec = _rec(kind, text, session, "jsonl", key, ts, importance,
+        source = obj.get("source") if isinstance(obj.get("source"), str) and obj.get("source") else "jsonl"
+        if isinstance(obj.get("dedup"), str) and obj.get("dedup"):
+            key = obj["dedup"]  # the key it was stored under: an export imported anywhere is stored once
+        full = _exported_output(obj)
+        rec = _rec(kind, full if full is not None else text, session, source, key, ts, importance,
                    **{k: obj.get(k) if isinstance(obj.get(k), str) and obj.get(k) else None
                       for k in ("tool", "call_id", "subtype")})
         if isinstance(obj.get("data"), dict):
