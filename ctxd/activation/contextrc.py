@@ -14,6 +14,7 @@ Schema (README ".contextrc reference" documents it for users):
     [branch."release/*".env]            # applied while the git branch matches the glob
     [branch."release/*".path]
     [context]   store = "data"|"project"  model = "..."  budget = 8000
+                recall_budget = 1500  recall_threshold = 0.5  (per-prompt recall)
                 system = "..."  system_file = "docs/ai.md"
 """
 
@@ -24,7 +25,7 @@ from ctxd.errors import ConfigError
 
 FILENAME = ".contextrc"
 KNOWN_TOP = ("ctxd", "env", "path", "detect", "hooks", "branch", "context")
-KNOWN_CONTEXT = ("store", "model", "budget", "system", "system_file")
+KNOWN_CONTEXT = ("store", "model", "budget", "system", "system_file", "recall_budget", "recall_threshold")
 
 
 class RcError(ConfigError):
@@ -201,9 +202,12 @@ def _validate(path, text, doc):
         if k == "store":
             if v not in ("data", "project"):
                 fail(("context",), k, "'context.store' must be \"data\" or \"project\"")
-        elif k == "budget":
+        elif k in ("budget", "recall_budget"):
             if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-                fail(("context",), k, "'context.budget' must be a positive integer (tokens)")
+                fail(("context",), k, f"'context.{k}' must be a positive integer (tokens)")
+        elif k == "recall_threshold":
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
+                fail(("context",), k, "'context.recall_threshold' must be a number from 0 to 1 (share of the prompt's terms)")
         elif not isinstance(v, str):
             fail(("context",), k, f"'context.{k}' must be a string")
         ctx[k] = v

@@ -11,7 +11,7 @@ from ctxd import paths
 from ctxd.activation import minijson
 from ctxd.errors import CtxdError
 
-CACHE_SCHEMA = 1
+CACHE_SCHEMA = 2  # 2: [context] recall_budget, recall_threshold
 
 
 def sha256_hex(data):

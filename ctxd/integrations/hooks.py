@@ -119,7 +119,7 @@ def _record(mem, messages, tool=None, session=None):
 def on_session_start(tool, payload):
     # never creates a store just to read it; only reading: no redaction rules to compile
     with _memory(payload, redact=False) as mem:
-        text = mem.session_context(CONTEXT_LIMIT)
+        text = mem.session_context(CONTEXT_LIMIT, session=_id(payload, "session_id"))
     if not text:
         return None
     return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
@@ -151,13 +151,23 @@ def _nth(store, make):
     return make(k)
 
 
+PROMPT_EVENT = {"claude": "UserPromptSubmit", "codex": "UserPromptSubmit", "gemini": "BeforeAgent"}
+
+
 def on_prompt(tool, payload):
+    """Record the prompt as typed; return the earlier turns relevant to it (per-prompt recall)."""
     text = _str(payload, "prompt")
     session = _id(payload, "session_id")
     with _memory(payload) as mem:
         _record(mem, [dict(kind="prompt", content=text, session=session, source=tool,
                            dedup=_prompt_key(tool, payload, session, text))], tool, session)
-    return None
+        extra = mem.prompt_context(session, text)
+    if not extra:
+        return None
+    if len(extra) > CONTEXT_LIMIT:  # Claude Code shows the model a preview of more than ~10K characters
+        cut = extra[:CONTEXT_LIMIT]
+        extra = cut[:cut.rfind("\n") + 1] or cut
+    return {"hookSpecificOutput": {"hookEventName": PROMPT_EVENT[tool], "additionalContext": extra}}
 
 
 def on_gemini_response(tool, payload):

@@ -33,6 +33,8 @@ from ctxd.memory.layout import MemoryPaths
 
 DEFAULT_BUDGET = 8000
 RECALL_BUDGET = 1500  # tokens: ctxd recall and per-prompt recall, unless [context] recall_budget says otherwise
+RECALL_THRESHOLD = 0.5  # relevance (share of the prompt's terms a turn contains) needed to inject it
+PROMPT_RECALL_SECONDS = 0.1  # per-prompt recall gives up (injects nothing) rather than take longer
 FACT_KINDS = ("preference", "requirement", "background", "todo")
 FACT_MAX = 500  # characters: a fact is one statement (the context shows ~220 of it)
 FACT_IMPORTANCE = 0.9
@@ -206,6 +208,43 @@ class ProjectMemory:
             return recall.Recall(query, [], 0, "", 0)
         return recall.recall(self.store(create=False), query, budget, exclude=exclude, threshold=threshold)
 
+    def prompt_context(self, session, prompt, *, budget=None, time_limit=PROMPT_RECALL_SECONDS):
+        """What a just-submitted prompt should come with: the earlier turns relevant to it
+        (at most *budget* tokens, [context] recall_budget, else 1,500), "" when nothing
+        scores above the relevance threshold ([context] recall_threshold).
+
+        Never what *session* holds already (its own turns, its SessionStart context,
+        earlier recalls: recorded in the store as injected), never the prompt itself.
+        Gives up, returning "", rather than take more than *time_limit* seconds; an empty,
+        busy or corrupt store also gives "" (the reason is logged).
+        """
+        from ctxd import boundary
+        from ctxd.memory import recall
+        from ctxd.memory.store import StoreError
+
+        if not self.exists() or not prompt.strip():
+            return ""
+        if budget is None:
+            budget = int(self.settings.get("recall_budget") or RECALL_BUDGET)
+        threshold = float(self.settings.get("recall_threshold") or RECALL_THRESHOLD)
+        why = None
+        try:
+            store = self.store(create=False)
+            with store.deadline(time_limit):
+                held = store.injected_ids(session) | store.session_ids(session)
+                hits = [h for h in recall.rank(store, prompt, exclude=held)
+                        if h.raw >= threshold and h.message.content.strip() != prompt.strip()]
+            items, text, _used = recall.pack(hits, budget)
+            if items:
+                store.mark_injected(session, [h.message.id for h in items])
+        except StoreError as e:  # timed out, corrupt, written by a newer ctxd: nothing, and why
+            why, text = e.message, ""
+        if why:
+            boundary.log_exception(f"per-prompt recall for session {session or '?'}: nothing injected ({why})")
+        if not text:
+            return ""
+        return f"Relevant earlier turns of this project (ctxd recall for this prompt):\n{text}\n"
+
     def get(self, mid):
         m = self.store(create=False).get(mid)
         if m is None:
@@ -282,11 +321,12 @@ class ProjectMemory:
             return ""
         return f"summarizer: {summarizer.last_status(self.context_dir) or 'no run finished yet'}"
 
-    def render(self, max_chars=None):
-        """context.md's text (not written)."""
+    def render(self, max_chars=None, shown=None):
+        """context.md's text (not written); *shown* (a set) receives the ids of what it carries."""
         from ctxd.memory import render
 
-        return render.render(self.store(create=False), self.root, **({"max_chars": max_chars} if max_chars else {}))
+        return render.render(self.store(create=False), self.root, shown=shown,
+                             **({"max_chars": max_chars} if max_chars else {}))
 
     def write_context_file(self):
         """Re-render context.md under its lock, atomically; its path."""
@@ -302,8 +342,11 @@ class ProjectMemory:
         summarizer.spawn_refresh(self.project, self._store)
         return path
 
-    def session_context(self, limit_chars=HOOK_CONTEXT_CHARS):
-        """What a new AI CLI session starts with: at most *limit_chars* characters, "" when empty."""
+    def session_context(self, limit_chars=HOOK_CONTEXT_CHARS, session=None):
+        """What a new AI CLI session starts with: at most *limit_chars* characters, "" when empty.
+
+        With *session*, the messages it carries are remembered as injected into that session,
+        so per-prompt recall never gives them again."""
         if not self.exists():
             return ""
         store = self.store(create=False)
@@ -313,12 +356,19 @@ class ProjectMemory:
                 f"ctxd chat search QUERY]\n")
         room = limit_chars - len(note)
         budget = room
-        text = self.render(max_chars=budget)
+        shown = set()
+        text = self.render(max_chars=budget, shown=shown)
         for _ in range(6):  # CJK and markup make characters per token vary: shrink until it fits
             if len(text) <= room:
                 break
             budget = int(budget * room / len(text) * 0.95)
-            text = self.render(max_chars=budget)
+            shown = set()
+            text = self.render(max_chars=budget, shown=shown)
+        if session and shown:
+            try:
+                self.store(create=False).mark_injected(session, sorted(shown))
+            except Exception:  # a read-only or busy store: the injection still goes out
+                pass
         if len(text) > room:  # a single huge turn: cut at a line boundary
             cut = text[:room]
             nl = cut.rfind("\n")

@@ -29,7 +29,8 @@ PHRASE_BONUS = 0.25
 RECENCY = 0.05
 IMPORTANCE = 0.05
 MAX_TERMS = 64  # a 50 KB pasted prompt is still one query: its rarest-looking terms
-MAX_ITEM_CHARS = 1200  # one packed item is at most this long (long turns are cut at a line end)
+MAX_ITEM_CHARS = 1200
+CJK_RAW = 6.0  # the raw relevance a message matching every CJK bigram of the question gets  # one packed item is at most this long (long turns are cut at a line end)
 
 _STOP_EN = frozenset("""
 a about above after again against all also am an and any are aren't as at be because been before being
@@ -52,15 +53,16 @@ _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-
 
 
 class Hit:
-    __slots__ = ("message", "score", "why")
+    __slots__ = ("message", "score", "why", "raw")
 
-    def __init__(self, message, score, why):
-        self.message, self.score, self.why = message, score, why
+    def __init__(self, message, score, why, raw=0.0):
+        self.message, self.score, self.why, self.raw = message, score, why, raw
 
     def to_json(self):
         d = self.message.to_json()
         d.pop("tokens", None)
-        return {"id": self.message.id, "score": round(self.score, 4), "why": self.why, "time": d["time"],
+        return {"id": self.message.id, "score": round(self.score, 4), "relevance": round(self.raw, 3),
+                "why": self.why, "time": d["time"],
                 "kind": self.message.kind, "role": self.message.role, "session": self.message.session,
                 "source": self.message.source, "content": self.message.content}
 
@@ -125,9 +127,15 @@ def fts_or(items):
 # -- ranking ----------------------------------------------------------------------------
 
 def candidates(store, query, pool=POOL):
-    """{message id: relevance in [0, 1]} from both indexes (each normalised to its best hit)."""
+    """{message id: (relevance in [0, 1], raw bm25 relevance)} from both indexes, each
+    normalised to its best hit; the raw value (-bm25) says how relevant in absolute terms."""
     words, grams, _phrases = terms(query)
     scores = {}
+
+    def note(mid, rel, raw):
+        old = scores.get(mid, (0.0, 0.0))
+        scores[mid] = (max(old[0], rel), max(old[1], raw))
+
     for index, items in (("words", words), ("trigrams", [g for g in grams if len(g) >= 3])):
         if not items:
             continue
@@ -136,11 +144,12 @@ def candidates(store, query, pool=POOL):
             continue
         best = -min(b for _i, b in hits) or 1.0
         for mid, b in hits:
-            scores[mid] = max(scores.get(mid, 0.0), (-b) / best)
+            note(mid, (-b) / best, -b)
     short = [g for g in grams if len(g) == 2][:6]  # two-character CJK words: the trigram index cannot see them
     for g in short:
         for m in store.search(g, pool):  # a substring scan: each bigram found adds to the score
-            scores[m.id] = min(1.0, scores.get(m.id, 0.0) + 0.6 / len(short))
+            rel = min(1.0, scores.get(m.id, (0.0, 0.0))[0] + 0.6 / len(short))
+            note(m.id, rel, CJK_RAW * rel)
     return scores
 
 
@@ -150,11 +159,11 @@ def rank(store, query, *, exclude=(), now=None, pool=POOL):
     scores = candidates(store, query, pool)
     if not scores:
         return []
-    _words, _grams, phrases = terms(query)
+    words, grams, phrases = terms(query)
     msgs = {m.id: m for m in store.messages(scores)}
     newest = now or store.newest_ts() or time.time()
     hits = {}
-    for mid, rel in scores.items():
+    for mid, (rel, raw) in scores.items():
         m = msgs.get(mid)
         if m is None:
             continue
@@ -165,7 +174,7 @@ def rank(store, query, *, exclude=(), now=None, pool=POOL):
         bonus = PHRASE_BONUS * min(1.0, sum(1 for p in phrases if p in low) / 2) if phrases else 0.0
         age_days = max(0.0, (newest - (m.ts or newest)) / 86400)
         score = rel * weight + bonus + RECENCY / (1 + age_days / 30) + IMPORTANCE * (m.importance or 0.5)
-        hits[mid] = Hit(m, score, "match")
+        hits[mid] = Hit(m, score, "match", coverage(low, words, grams) * weight)
     # a question comes with its answer, an answer with its question
     for h in sorted(hits.values(), key=lambda h: -h.score)[:60]:
         before, after = store.beside(h.message)
@@ -174,9 +183,27 @@ def rank(store, query, *, exclude=(), now=None, pool=POOL):
         if pair is not None and KIND_WEIGHT.get(pair.kind, 0.5) > 0:
             s = h.score * PAIR_SHARE
             if pair.id not in hits or hits[pair.id].score < s:
-                hits[pair.id] = Hit(pair, s, "answer" if pair is after else "question")
+                hits[pair.id] = Hit(pair, s, "answer" if pair is after else "question", h.raw * PAIR_SHARE)
     excluded = set(exclude)
     return sorted((h for h in hits.values() if h.message.id not in excluded), key=lambda h: (-h.score, h.message.id))
+
+
+def _stem(word):
+    """A crude stem for coverage (the index itself uses porter): the word without common endings."""
+    for suffix in ("ingly", "edly", "ings", "ing", "ied", "ies", "ed", "es", "s", "ly"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[:-len(suffix)]
+    return word
+
+
+def coverage(low_text, words, grams):
+    """The share of the question's terms that *low_text* (lowercased) contains: how relevant a
+    hit is in absolute terms (bm25 is relative to the corpus and ~0 in a small one)."""
+    wanted = [_stem(w) for w in words] + [g for g in grams if len(g) == 2] + \
+        ([g for g in grams if len(g) >= 3] if not any(len(g) == 2 for g in grams) else [])
+    if not wanted:
+        return 0.0
+    return sum(1 for w in wanted if w in low_text) / len(wanted)
 
 
 def _is_question(text):
@@ -231,10 +258,12 @@ def pack(hits, budget, counter=estimate):
 def recall(store, query, budget, *, exclude=(), threshold=0.0, counter=estimate, now=None):
     """Recall for *query* within *budget* tokens (see the module docstring).
 
-    *threshold*: hits scoring below it are left out (per-prompt recall injects only
-    what is relevant). *exclude*: message ids the caller already holds.
+    *threshold*: hits whose relevance (the share of the question's terms they contain,
+    weighted by kind) is below it are left out (per-prompt recall injects only what is
+    relevant). *exclude*: message ids
+    the caller already holds.
     """
-    hits = [h for h in rank(store, query, exclude=exclude, now=now) if h.score >= threshold]
+    hits = [h for h in rank(store, query, exclude=exclude, now=now) if h.raw >= threshold]
     items, text, used = pack(hits, budget, counter)
     # an estimate can be off: the packed text itself never exceeds the budget
     while items and used > budget:

@@ -15,8 +15,11 @@ REFRESH_LIMIT = 2000  # messages whose facts one render may extract
 TOTAL_CHARS = 12000
 
 
-def render(store, root, max_chars=TOTAL_CHARS):
-    """context.md: a header, then the context engine's assembly within ~max_chars."""
+def render(store, root, max_chars=TOTAL_CHARS, shown=None):
+    """context.md: a header, then the context engine's assembly within ~max_chars.
+
+    *shown*, a set, receives the ids of the messages the text carries (its recent turns
+    and the messages its facts come from)."""
     from ctxd.memory import engine
 
     n = store.count()
@@ -39,6 +42,9 @@ def render(store, root, max_chars=TOTAL_CHARS):
     # (started in the background by whoever recorded it), so no hook waits minutes
     ctx = engine.assemble(store, budget=max(256, (max_chars - 400) // 4), mode="auto",
                           llm_summary=summarizer.load(store.dir), refresh_limit=REFRESH_LIMIT)
+    if shown is not None:
+        shown.update(m.id for m in ctx.recent)
+        shown.update(r["msg_id"] for r in ctx.facts)
     for m in ctx.recent:
         if m.output_path:  # a huge output: its head and where the whole of it is
             m.content = (m.content[:400] + f"\n[... full output: {m.output_chars} characters in {m.output_path}; "

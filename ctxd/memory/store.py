@@ -152,7 +152,8 @@ MIGRATIONS = [
     """,
     # 6: a word index for ranked recall (ctxd.memory.recall): unicode61 without diacritics,
     #    porter stemming for English; the trigram index (messages_fts) serves CJK and substrings.
-    #    Both follow the messages table through triggers.
+    #    Both follow the messages table through triggers. ``injected``: which messages an AI CLI
+    #    session was already given (its SessionStart context, earlier per-prompt recalls).
     """
     CREATE VIRTUAL TABLE IF NOT EXISTS messages_words USING fts5(
         content, content='messages', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2');
@@ -168,6 +169,15 @@ MIGRATIONS = [
     END;
     INSERT INTO messages_words(messages_words) VALUES ('rebuild');
     CREATE INDEX IF NOT EXISTS messages_session_ts ON messages(session, ts, id);
+    CREATE TABLE IF NOT EXISTS injected(
+        session TEXT NOT NULL,
+        msg_id INTEGER NOT NULL,
+        ts REAL NOT NULL,
+        PRIMARY KEY (session, msg_id)
+    ) WITHOUT ROWID;
+    CREATE TRIGGER IF NOT EXISTS messages_ad_injected AFTER DELETE ON messages BEGIN
+        DELETE FROM injected WHERE msg_id = old.id;
+    END;
     """,
 ]
 SCHEMA_VERSION = 6  # PRAGMA user_version after the last migration (some steps share a version)
@@ -181,6 +191,10 @@ class StoreError(CtxdError):
 
 class StoreCorrupt(StoreError):
     pass
+
+
+class TimeUp(StoreError):
+    """Store.deadline(): the time given ran out."""
 
 
 class Message:
@@ -469,6 +483,38 @@ class Store(FactsTables, TasksTables, ConceptsTables):
             "SELECT * FROM messages WHERE session = ? AND (ts > ? OR (ts = ? AND id > ?)) "
             "ORDER BY ts, id LIMIT 1", (m.session, m.ts, m.ts, m.id)).fetchone()
         return (Message(before) if before else None), (Message(after) if after else None)
+
+    @contextlib.contextmanager
+    def deadline(self, seconds):
+        """Queries inside give up (match nothing, read nothing) once *seconds* have passed."""
+        end = time.monotonic() + seconds
+        self.db.set_progress_handler(lambda: 1 if time.monotonic() > end else 0, 2000)
+        try:
+            yield
+        except sqlite3.OperationalError as e:
+            if "interrupt" not in str(e):
+                raise
+            raise TimeUp(f"gave up after {seconds * 1000:.0f} ms") from None
+        finally:
+            self.db.set_progress_handler(None, 0)
+        if time.monotonic() > end:
+            raise TimeUp(f"gave up after {seconds * 1000:.0f} ms")
+
+    def mark_injected(self, session, ids):
+        if not session or not ids:
+            return
+        now = time.time()
+        with self.transaction():
+            self.db.executemany("INSERT INTO injected(session, msg_id, ts) VALUES (?,?,?) ON CONFLICT DO NOTHING",
+                                [(session, i, now) for i in ids])
+
+    def injected_ids(self, session):
+        return {r[0] for r in self.db.execute("SELECT msg_id FROM injected WHERE session = ?", (session,))}
+
+    def session_ids(self, session, limit=20000):
+        """The ids of *session*'s own messages (the newest *limit*)."""
+        return {r[0] for r in self.db.execute(
+            "SELECT id FROM messages WHERE session = ? ORDER BY id DESC LIMIT ?", (session, limit))}
 
     def newest_ts(self):
         row = self.db.execute("SELECT max(ts) FROM messages").fetchone()
