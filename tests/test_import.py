@@ -733,3 +733,20 @@ def test_claude_text_the_cli_injected_is_meta(store, tmp_path, text, kind, subty
     assert (r["kind"], r["subtype"], r["role"]) == (kind, subtype, items.ROLE_OF[kind])
     assert r["dedup"] == claude_prompt_dedup("55604662-cf2a-4331-851a-ec234028f8ca", text, 1)
     assert r["ts"] == pytest.approx(im._ts(objs[3]["timestamp"]))
+
+
+def test_claude_slash_command_from_the_hook_and_the_transcript_is_stored_once(store):
+    """Claude Code's UserPromptSubmit hook sends "/name args"; the transcript writes the command as
+    <command-message>/<command-name>/<command-args>: both get the key of "/name args"."""
+    with open(os.path.join(REAL, "hooks", "claude", "user_prompt_submit_slash.json"), encoding="utf-8") as f:
+        hook = json.load(f)
+    sid, typed = hook["session_id"], hook["prompt"]
+    store.add("user", typed, session=sid, source="claude", dedup=claude_prompt_dedup(sid, typed, 1))
+    r = import_file(store, os.path.join(REAL, "claude", "subagent.jsonl"))
+    assert r.present == 1
+    assert [m.content for m in store.iter_all()].count(typed) == 1
+    assert not [m for m in store.iter_all() if "<command-name>" in m.content]
+    records, _bad = parsed(im.parse_claude, os.path.join(REAL, "claude", "subagent.jsonl"))
+    slash = records[0]
+    assert (slash["kind"], slash["subtype"], slash["content"]) == ("meta", "slash_command", typed)
+    assert slash["data"] == {"command": "/handgemacht:create-beads", "args": typed[len("/handgemacht:create-beads "):]}

@@ -328,6 +328,37 @@ def _claude_prompt(content):
     return None
 
 
+_CLAUDE_COMMAND = re.compile(r"<command-name>(.*?)</command-name>", re.S)
+_CLAUDE_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
+
+
+def _claude_slash(text):
+    """(what the user typed, name, args) of the line Claude Code writes for a slash command
+    (``<command-message>``/``<command-name>``/``<command-args>``), or None: ``/name args``, the
+    text its UserPromptSubmit hook sends, so the hook's record and the import share one key."""
+    m = _CLAUDE_COMMAND.search(text) if "<command-name>" in text else None
+    if not m or not text.lstrip().startswith(("<command-name>", "<command-message>", "<command-args>")):
+        return None
+    name = m.group(1).strip()
+    name = name if name.startswith("/") else "/" + name
+    a = _CLAUDE_ARGS.search(text)
+    args = a.group(1).strip() if a else ""
+    return f"{name} {args}".strip(), name, args
+
+
+def _claude_user_line(text, sid, ts, counts):
+    """The record of a user line's text: its key counts the occurrences of what the user typed."""
+    slash = _claude_slash(text)
+    typed = slash[0] if slash else text
+    key = (sid, _sha(typed.strip()))
+    counts[key] = counts.get(key, 0) + 1
+    dedup = claude_prompt_dedup(sid, typed, counts[key])
+    if slash:
+        return _rec("meta", typed, sid, "claude", dedup, ts, subtype="slash_command",
+                    data={"command": slash[1], "args": slash[2]})
+    return _user(text, sid, "claude", dedup, ts)
+
+
 def _claude_result_text(block):
     c = block.get("content")
     if isinstance(c, str):
@@ -388,7 +419,8 @@ def _claude_prompt_counts(f, ctx):
         if text and text.strip():
             sid = obj.get("sessionId") if isinstance(obj.get("sessionId"), str) and obj.get("sessionId") else \
                 ctx.default_session
-            key = (sid, _sha(text.strip()))
+            slash = _claude_slash(text)
+            key = (sid, _sha((slash[0] if slash else text).strip()))
             counts[key] = counts.get(key, 0) + 1
     return counts, names, times
 
@@ -452,9 +484,7 @@ def parse_claude(f, ctx):
             text = _claude_prompt(content)
             if text is not None:
                 if text.strip():
-                    key = (sid, _sha(text.strip()))
-                    counts[key] = counts.get(key, 0) + 1
-                    yield _user(text, sid, "claude", claude_prompt_dedup(sid, text, counts[key]), ts)
+                    yield _claude_user_line(text, sid, ts, counts)
                 continue
             for i, b in enumerate(content):
                 if not isinstance(b, dict):
