@@ -344,16 +344,10 @@ def bench(convs, args, ctxd, cost, counter_name, tmp):
                              tokens=cost(out), secs=secs))
             if recall_seen:
                 p, secs = ctxd.run(["recall", q["q"], "--budget", str(args.budget), "--json"], env, proj)
-                out = ""
-                if p.returncode == 0:
-                    try:
-                        out = json_text(json.loads(p.stdout))
-                    except ValueError:
-                        out = p.stdout
-                else:
-                    ctxd_fail["ctxd recall"] += 1
+                out, size = recall_text(p.stdout, cost) if p.returncode == 0 else ("", 0)
+                failed(ctxd_fail, "ctxd recall", p)
                 rows.append(dict(base, method="ctxd recall", hit=hits(conv, q["evidence"], out), out=out,
-                                 tokens=cost(p.stdout if p.returncode == 0 else ""), secs=secs))
+                                 tokens=size, secs=secs))
             scores = bm25.get_scores(words(q["q"]))
             ranked = [conv["turns"][j] for j in sorted(range(len(scores)), key=lambda j: -scores[j]) if scores[j] > 0]
             bt = render(pack(ranked, args.budget, cost))
@@ -560,6 +554,8 @@ def main():
     ap.add_argument("--misses", action="store_true", help="list the evidence ctxd context missed")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir")
     ap.add_argument("--ctxd-src", help="measure the ctxd checkout in DIR instead of the installed one")
+    ap.add_argument("--rev", help="measure this git commit of the checkout (exported with git archive into the "
+                                  "temp dir), not the working tree others may be editing")
     args = ap.parse_args()
 
     if args.exact:
@@ -573,9 +569,22 @@ def main():
         convs = [load(n.strip()) for n in args.conv.split(",") if n.strip()]
     except (OSError, ValueError, KeyError) as e:
         raise SystemExit(f"cannot read the LoCoMo data in {DATA}: {e}")
-    ctxd = Ctxd(args.ctxd_src)
     tmp = tempfile.mkdtemp(prefix="ctxd-recall-")
     try:
+        src = args.ctxd_src
+        if args.rev:
+            src = os.path.join(tmp, "ctxd-src")
+            os.makedirs(src)
+            rev = subprocess.run(["git", "-C", _common.REPO, "rev-parse", "--short", args.rev], capture_output=True,
+                                 text=True)
+            if rev.returncode != 0:
+                raise SystemExit(f"--rev {args.rev}: {rev.stderr.strip()}")
+            arch = subprocess.run(f"git -C '{_common.REPO}' archive {rev.stdout.strip()} | tar -x -C '{src}'",
+                                  shell=True, capture_output=True, text=True)
+            if arch.returncode != 0:
+                raise SystemExit(f"--rev {args.rev}: git archive failed: {arch.stderr.strip()}")
+            print(f"measuring ctxd at commit {rev.stdout.strip()} ({args.rev}), exported to {src}")
+        ctxd = Ctxd(src)
         if args.scale:
             scale(convs, args, ctxd, cost, counter_name, tmp)
         elif args.per_prompt:
