@@ -43,7 +43,7 @@ EXPECTED = {
     "codex/rollout-2026-02-23T12-47-42-019c8a53-a0dd-7130-bcd7-95445d84846a.jsonl": (
         "codex", {"prompt": 7, "reply": 52, "tool_call": 144, "tool_result": 143, "meta": 6}, []),
     "codex/rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl": (
-        "codex", {"prompt": 38, "reply": 255, "tool_call": 365, "tool_result": 365, "meta": 8, "summary": 1}, []),
+        "codex", {"prompt": 38, "reply": 255, "tool_call": 372, "tool_result": 365, "meta": 8, "summary": 1}, []),
     "gemini/session-2026-04-01T11-11-5cdd2021.json": (
         "gemini", {"prompt": 1, "reply": 3, "tool_call": 4, "tool_result": 4}, []),
     "gemini/legacy-one-line-5cdd2021.json": ("gemini", {"prompt": 1, "reply": 3, "tool_call": 4, "tool_result": 4}, []),
@@ -243,13 +243,18 @@ def test_codex_prompts_calls_and_links(rel, tmp_path):
     if events:  # what Codex recorded as typed by the user; redacted files keep the same len/sha in both
         assert [p.replace("[REDACTED_TEXT", "[REDACTED_MESSAGE") for p in prompts] == events
     items_ = [p for t, p in pay if t == "response_item"]
-    raw_calls = [p for p in items_ if p.get("type") in ("function_call", "custom_tool_call", "local_shell_call")]
+    raw_calls = [p for p in items_ if p.get("type") in ("function_call", "custom_tool_call", "local_shell_call",
+                                                         "web_search_call")]
     calls = [r for r in records if r["kind"] == "tool_call"]
-    assert [(r["call_id"], r["tool"]) for r in calls] == [(p.get("call_id"), p.get("name")) for p in raw_calls]
+    assert [(r["call_id"], r["tool"]) for r in calls] == [
+        (p.get("call_id"), p.get("name", "web_search" if p["type"] == "web_search_call" else None)) for p in raw_calls]
+    searches = [r for r in calls if r["tool"] == "web_search"]
+    assert [r["content"] for r in searches] == [f"web_search: {p['action']['query']}" for p in raw_calls
+                                                if p["type"] == "web_search_call"]
     outputs = [p for p in items_ if p.get("type") in ("function_call_output", "custom_tool_call_output")]
     results = [r for r in records if r["kind"] == "tool_result"]
     assert [r["call_id"] for r in results] == [p["call_id"] for p in outputs]
-    names = {p["call_id"]: p.get("name") for p in raw_calls}
+    names = {p.get("call_id"): p.get("name") for p in raw_calls}
     assert [r["tool"] for r in results] == [names.get(p["call_id"]) for p in outputs]
     # every turn's prompt is filed under the turn task_started opened (the turn_context comes after it)
     turns = [p["turn_id"] for t, p in pay if t == "event_msg" and p.get("type") == "task_started"]

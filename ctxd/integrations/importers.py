@@ -264,6 +264,9 @@ def _jsonl_message(obj, n, key, session, default_ts=None, importance=None):
         out.append(_result(text, session, "jsonl", key, ts, tool=tool, call_id=cid))
     else:
         out.append(_rec("meta", text, session, "jsonl", key, ts, importance, subtype="system"))
+    fc = obj.get("function_call")  # the OpenAI format before tool_calls
+    if isinstance(fc, dict) and role == "assistant":
+        out.append(_call(fc.get("name"), fc.get("arguments", ""), session, "jsonl", f"{key}:call:0", ts))
     calls = obj.get("tool_calls")
     if isinstance(calls, list):
         for i, c in enumerate(calls):
@@ -699,9 +702,9 @@ def parse_codex(f, ctx):
 
     ``message`` items are prompts, replies or (user items Codex wrote itself:
     environment, AGENTS.md, turn_aborted, shell-command and sub-agent markers)
-    meta; ``function_call``/``custom_tool_call``/``local_shell_call`` are
-    tool calls and their ``*_output`` items tool results (linked by
-    ``call_id``, with the exit code where the output carries one);
+    meta; ``function_call``/``custom_tool_call``/``local_shell_call``/
+    ``web_search_call`` are tool calls and the ``*_output`` items tool results
+    (linked by ``call_id``, with the exit code where the output carries one);
     ``compacted`` is a summary.
 
     Keys are ``codex:<session>:<line>``, except, in turns Codex gave an id
@@ -869,7 +872,11 @@ def parse_codex(f, ctx):
                 failed = (exit_code is not None and exit_code != 0) or success is False
                 yield from emit(_result(text, sid, "codex", key, ts, tool=names.get(cid), call_id=cid,
                                         is_error=failed, exit_code=exit_code), False)
-        # reasoning (encrypted), web_search_call, ...: not kept
+        elif t == "web_search_call":
+            action = item.get("action") if isinstance(item.get("action"), dict) else {}
+            cid = item.get("id") if isinstance(item.get("id"), str) else None
+            yield from emit(_call("web_search", action, sid, "codex", key, ts, call_id=cid), False)
+        # reasoning (encrypted), ...: not kept
     cut = ([held[0]] if held and state.in_task else []) + pending[:1]
     if ctx.complete_only and state.tasks and cut:
         # A live rollout, mid-turn: whether the user item gets its user_message event, whether the
