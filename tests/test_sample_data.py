@@ -128,3 +128,18 @@ def test_the_generator_reproduces_the_files(tmp_path):
     for n in made:
         with open(os.path.join(DATA, n), "rb") as a, open(tmp_path / n, "rb") as b:
             assert a.read() == b.read(), f"{n} differs from what generate.py writes: run it and commit the result"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_conversation_imports_as_typed_items(name, tmp_path):
+    """What the benchmark does first: `ctxd chat import` of the file, every line one item of the
+    kind its role means (user -> prompt, assistant -> reply, tool -> tool_result)."""
+    from ctxd.integrations.importers import import_file
+    from ctxd.memory.store import Store
+
+    turns, _ = load(name)
+    with Store(str(tmp_path / "ctx")) as store:
+        r = import_file(store, os.path.join(DATA, name + ".jsonl"))
+        assert (r.format, r.added, r.malformed) == ("jsonl", len(turns), 0)
+        kinds = {"user": "prompt", "assistant": "reply", "tool": "tool_result"}
+        assert [m.kind for m in store.iter_all()] == [kinds[t["role"]] for t in turns]
