@@ -18,6 +18,7 @@ from ctxd.errors import CtxdError, ExitCode
 from ctxd.memory import tokens
 from ctxd.memory.store_concepts import ConceptsTables
 from ctxd.memory.store_facts import FactsTables
+from ctxd.memory.store_session import SessionTables
 from ctxd.memory.store_tasks import TasksTables
 
 ROLES = ("user", "assistant", "system", "tool")
@@ -245,7 +246,7 @@ def _private(path):
         pass
 
 
-class Store(FactsTables, TasksTables, ConceptsTables):
+class Store(FactsTables, TasksTables, ConceptsTables, SessionTables):
     def __init__(self, context_dir, *, redactor=None, offload_threshold=DEFAULT_OFFLOAD, create=True):
         self.dir = context_dir
         self.path = os.path.join(context_dir, DB_NAME)

@@ -1,0 +1,46 @@
+"""The store's SQL for the session memory (a mixin of ctxd.memory.store.Store).
+
+Only the store modules (ctxd/memory/store*.py) run SQL; everything else calls
+their methods. ctxd.memory.session builds the session memory (requests, files,
+commands, commits, errors, todos) from the typed rows these methods return.
+"""
+
+# A tool result is read as its head and its tail: what a session memory needs of it
+# (a commit's "[main abc123] subject" line, a test run's "3 passed, 1 failed") is there.
+RESULT_HEAD = 1500
+RESULT_TAIL = 1500
+_TYPED = ("prompt", "reply", "tool_call", "tool_result", "summary")
+
+
+class SessionTables:
+    """Methods of Store for ctxd.memory.session; self.db is the connection."""
+
+    def session_rows(self, limit=3000, session=None):
+        """The newest *limit* typed rows (prompt, reply, tool_call, tool_result, summary; never
+        meta), oldest first, as rows with id, session, kind, tool, call_id, subtype, data
+        (JSON text), ts, source and content (a tool result's cut to its head and tail)."""
+        cols = ("id, session, kind, role, tool, call_id, subtype, data, ts, source, output_path, "
+                "CASE WHEN kind = 'tool_result' AND length(content) > ? "
+                "THEN substr(content, 1, ?) || char(10) || substr(content, -?) ELSE content END AS content")
+        marks = ",".join("?" * len(_TYPED))
+        args = [RESULT_HEAD + RESULT_TAIL, RESULT_HEAD, RESULT_TAIL, *_TYPED]
+        if session is None:
+            sql = f"SELECT {cols} FROM messages WHERE kind IN ({marks}) ORDER BY id DESC LIMIT ?"
+        else:
+            sql = f"SELECT {cols} FROM messages WHERE kind IN ({marks}) AND session = ? ORDER BY id DESC LIMIT ?"
+            args.append(session)
+        args.append(limit)
+        return list(reversed(self.db.execute(sql, args).fetchall()))
+
+    def first_prompt(self, session=None):
+        """The first typed prompt (of *session*, else of the whole store) as a row, or None."""
+        if session is None:
+            return self.db.execute("SELECT id, session, ts, content FROM messages WHERE kind = 'prompt' "
+                                   "ORDER BY id LIMIT 1").fetchone()
+        return self.db.execute("SELECT id, session, ts, content FROM messages WHERE kind = 'prompt' AND session = ? "
+                               "ORDER BY id LIMIT 1", (session,)).fetchone()
+
+    def kind_of(self, msg_id):
+        """The kind of message *msg_id*, or None."""
+        row = self.db.execute("SELECT kind FROM messages WHERE id = ?", (msg_id,)).fetchone()
+        return row[0] if row else None
