@@ -750,3 +750,55 @@ def test_claude_slash_command_from_the_hook_and_the_transcript_is_stored_once(st
     slash = records[0]
     assert (slash["kind"], slash["subtype"], slash["content"]) == ("meta", "slash_command", typed)
     assert slash["data"] == {"command": "/handgemacht:create-beads", "args": typed[len("/handgemacht:create-beads "):]}
+
+
+# -- whatever a file holds, a parser reports it and goes on -------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_scalars = st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from(
+    ["", "user", "assistant", "tool_use", "tool_result", "text", "message", "function_call", "gemini", "summary",
+     "event_msg", "response_item", "task_started", "user_message", "turn_context", "[Request interrupted by user]",
+     "<command-name>/x</command-name>", "*** Begin Patch\n*** Update File: a.py\n*** End Patch", "2026-01-02T03:04:05Z",
+     "call_1", "<hook_context>x</hook_context>\nhi"]) | st.text(max_size=10)
+_keys = st.sampled_from(["type", "role", "content", "message", "payload", "id", "name", "input", "text",
+                         "tool_use_id", "is_error", "call_id", "arguments", "output", "toolCalls", "args", "result",
+                         "status", "sessionId", "uuid", "timestamp", "isMeta", "isCompactSummary", "summary",
+                         "turn_id", "tool_calls", "function", "kind", "data", "messages", "$set", "$rewindTo",
+                         "action", "command"])
+_values = st.recursive(_scalars, lambda c: st.lists(c, max_size=3) | st.dictionaries(_keys, c, max_size=5),
+                       max_leaves=15)
+_lines = st.lists(st.one_of(st.dictionaries(_keys, _values, max_size=6).map(json.dumps),
+                            st.sampled_from(["", "not json", "[1, 2]", '"x"', "{"])), max_size=8)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=_lines, fmt=st.sampled_from(["jsonl", "claude", "codex", "gemini", "aider"]), start=st.integers(0, 3))
+def test_parsers_never_raise(tmp_path, lines, fmt, start):
+    path = tmp_path / "fuzz.jsonl"
+    data = "\n".join(lines).encode("utf-8") + b"\n"
+    path.write_bytes(data)
+    offset = len(b"".join(line.encode("utf-8") + b"\n" for line in lines[:start])) if start <= len(lines) else 0
+    for ctx in (im.Ctx(str(path)), im.Ctx(str(path), start=offset, line_no=start + 1, complete_only=True)):
+        with open(path, "rb") as f:
+            try:
+                out = list(im.PARSERS[fmt](f, ctx))
+            except im._Rescan:  # an incremental import that must start over: import_transcript does
+                continue
+        for r in out:
+            assert isinstance(r, (dict, im.Malformed, im.Forget))
+            if isinstance(r, dict):
+                assert r["kind"] in items.KINDS and isinstance(r["content"], str) and isinstance(r["dedup"], str)
+                json.dumps(r["data"])
+
+
+def test_an_exported_line_names_no_file_but_its_own_offloaded_output(store, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("private")
+    line = {"role": "tool", "kind": "tool_result", "content": f"preview ... {secret} ...", "output_path": str(secret),
+            "session": "s", "data": {"is_error": False, "exit_code": None, "size": 7}}
+    path = tmp_path / "export.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    import_file(store, str(path))
+    assert [m.content for m in store.iter_all()] == [f"preview ... {secret} ..."]

@@ -1,31 +1,39 @@
-"""Importers: what other AI CLIs recorded -> messages in the conversation store.
+"""Importers: what other AI CLIs recorded -> typed items in the conversation store.
 
 One streaming parser per format. Each is a generator over a binary file
-object that yields, line by line (a file is never read whole):
+object that yields, line by line (a file is never read whole, except a Gemini
+session written as one JSON document):
 
-- records: dicts for ``Store.add_many`` with ``role`` (user, assistant,
-  system, tool), ``content``, ``session``, ``source`` (the format), ``ts``
-  (unix seconds or None), ``importance`` (None) and ``dedup``: a key that is
-  unique and stable across re-imports, so importing a file twice adds nothing;
+- records of the typed model (:mod:`ctxd.memory.items`) for ``Store.add_many``:
+  ``kind`` (prompt, reply, tool_call, tool_result, summary, meta) and the
+  fields it carries (``tool``, ``call_id``, ``subtype``, ``data``), ``role``,
+  ``content`` (readable text, never a JSON dump), ``session``, ``source``
+  (the format), ``ts`` (when it happened, from the record; or None),
+  ``importance`` (None) and ``dedup``: a key that is unique and stable across
+  re-imports, so importing a file twice adds nothing;
 - ``Malformed(line_no, reason)`` for a line it cannot use (counted and
   reported, never fatal);
 - ``Forget(keys)`` when messages imported earlier must go (a Gemini rewind):
   the rows whose dedup key is one of *keys*, or starts with key + ":".
 
-Formats (see /work/shared/AI-CLI-FORMATS.md and tests/contracts/):
+Formats (real samples of each in tests/contracts/real, README there):
 
-- ``jsonl``: OpenAI-style ``{"role", "content"}`` messages, one a line (also
-  what ``ctxd chat export`` writes: its ``session``, ``time`` and
-  ``importance`` are kept).
-- ``claude``: a Claude Code transcript; plain prompts get
-  :func:`claude_prompt_dedup` keys so the UserPromptSubmit hook and an import
-  store a prompt once.
-- ``codex``: a Codex rollout file.
-- ``gemini``: a Gemini CLI session (an upsert log: a record id may be written
-  several times, the last version counts; ``$rewindTo`` drops that record and
-  everything after it, as Gemini CLI itself does).
+- ``jsonl``: OpenAI-style ``{"role", "content"}`` messages, one a line, or a
+  whole ``{"messages": [...]}`` conversation a line; also what ``ctxd chat
+  export`` writes (its kind, fields, session, time, importance, source and
+  key are kept, so the export re-imports losslessly).
+- ``claude``: a Claude Code transcript (content blocks: text, tool_use,
+  tool_result); prompts get :func:`claude_prompt_dedup` keys so the
+  UserPromptSubmit hook and an import store a prompt once.
+- ``codex``: a Codex rollout file (response items; turns from task_started and
+  turn_context).
+- ``gemini``: a Gemini CLI session: the JSONL upsert log (a record id may be
+  written several times, the last version counts; ``$rewindTo`` drops that
+  record and everything after it, as Gemini CLI itself does; ``$set`` message
+  lists), the legacy one-document ``session-*.json``, a ``/chat save``
+  checkpoint.
 - ``aider``: ``.aider.chat.history.md``.
-- ``llm``: Simon Willison's llm ``logs.db`` (both schemas).
+- ``llm``: Simon Willison's llm ``logs.db`` (both schemas, tool calls included).
 
 ``import_file`` imports a whole file (the ``ctxd chat import`` command);
 ``import_transcript`` imports what a live transcript gained since its last
@@ -215,15 +223,24 @@ def _jsonl_text(content):
 
 def _exported_output(obj):
     """The whole text of an exported message whose output the store had moved to a file (the
-    exported content is then its preview), or None."""
+    exported content is then its preview, naming the file), or None.
+
+    Only a file the store wrote is read: ``outputs/<sha256 of its text, 24 hex>.txt``, named in
+    the preview; a line naming any other file gets its content as it is.
+    """
     path = obj.get("output_path")
-    if not isinstance(path, str) or not path or not os.path.isfile(path):
+    content = obj.get("content")
+    if not isinstance(path, str) or not path or not isinstance(content, str) or path not in content:
+        return None
+    name = os.path.basename(path)
+    if os.path.basename(os.path.dirname(path)) != "outputs" or not re.fullmatch(r"[0-9a-f]{24}\.txt", name):
         return None
     try:
         with open(path, encoding="utf-8") as f:
-            return f.read()
+            text = f.read()
     except (OSError, ValueError):
         return None
+    return text if _sha(text)[:24] == name[:24] else None
 
 
 def _jsonl_message(obj, n, key, session, default_ts=None, importance=None):
@@ -343,6 +360,8 @@ def _claude_slash(text):
     if not m or not text.lstrip().startswith(("<command-name>", "<command-message>", "<command-args>")):
         return None
     name = m.group(1).strip()
+    if not name:
+        return None
     name = name if name.startswith("/") else "/" + name
     a = _CLAUDE_ARGS.search(text)
     args = a.group(1).strip() if a else ""
