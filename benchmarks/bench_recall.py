@@ -449,20 +449,7 @@ def per_prompt(convs, args, ctxd, cost, counter_name, tmp):
         for q in qs:
             shutil.rmtree(ctx_dir)
             shutil.copytree(snap, ctx_dir)
-            sid = str(uuid.uuid4())
-            tpath = os.path.join(tdir, f"{sid}.jsonl")
-            open(tpath, "w").close()
-            payload = {"session_id": sid, "transcript_path": tpath, "cwd": proj, "permission_mode": "default",
-                       "hook_event_name": "UserPromptSubmit", "prompt": q["q"]}
-            p, secs = ctxd.run(["chat", "hook", "claude"], env, proj, stdin=json.dumps(payload))
-            ctx, bad = "", p.returncode != 0
-            if p.stdout.strip():
-                try:
-                    ctx = json.loads(p.stdout)["hookSpecificOutput"]["additionalContext"]
-                    if not isinstance(ctx, str):
-                        ctx, bad = "", True
-                except (ValueError, KeyError, TypeError):
-                    bad = True
+            ctx, secs, bad = prompt_hook(ctxd, env, proj, tdir, q["q"])
             res.append({"q": q, "hit": hits(conv, q["evidence"], ctx), "ctx": ctx, "secs": secs, "bad": bad})
         last = ctxd.stored(env, proj)  # the hook records its prompt: one more than the snapshot
         shutil.rmtree(ctx_dir)
@@ -482,6 +469,25 @@ def per_prompt(convs, args, ctxd, cost, counter_name, tmp):
               + ("" if ok else "  <- the restore did not hold: figures above are suspect"))
     print("recall: evidence of categories 1-4 found in the injection; empty 1-4: share of those questions with")
     print("nothing injected; c5 empty: share of category-5 questions (no answer in the history) with nothing injected")
+
+
+def prompt_hook(ctxd, env, proj, tdir, prompt):
+    """Send *prompt* as a Claude Code UserPromptSubmit of a new session -> (additionalContext, secs, bad)."""
+    sid = str(uuid.uuid4())
+    tpath = os.path.join(tdir, f"{sid}.jsonl")
+    open(tpath, "w").close()
+    payload = {"session_id": sid, "transcript_path": tpath, "cwd": proj, "permission_mode": "default",
+               "hook_event_name": "UserPromptSubmit", "prompt": prompt}
+    p, secs = ctxd.run(["chat", "hook", "claude"], env, proj, stdin=json.dumps(payload))
+    ctx, bad = "", p.returncode != 0
+    if p.stdout.strip():
+        try:
+            ctx = json.loads(p.stdout)["hookSpecificOutput"]["additionalContext"]
+            if not isinstance(ctx, str):
+                ctx, bad = "", True
+        except (ValueError, KeyError, TypeError):
+            bad = True
+    return ctx, secs, bad
 
 
 def prompt_row(label, res):
@@ -520,24 +526,33 @@ def scale(convs, args, ctxd, cost, counter_name, tmp):
     pool = [(c, q) for c in convs for q in c["questions"] if q["cat"] in (1, 2, 3, 4)]
     step = max(1, len(pool) // args.scale_queries)
     picked = pool[::step][: args.scale_queries]
-    cmds = [("ctxd context", lambda q: ["context", "--budget", str(args.budget), "--query", q, "--format", "text"])]
+    def run(argv, text=lambda out: out):
+        def call(q):
+            p, secs = ctxd.run(argv(q), env, proj)
+            return (text(p.stdout) if p.returncode == 0 else ""), secs, p.returncode != 0
+        return call
+
+    tdir = os.path.join(tmp, "transcripts")
+    os.makedirs(tdir, exist_ok=True)
+    cmds = [("ctxd context", run(lambda q: ["context", "--budget", str(args.budget), "--query", q, "--format", "text"]))]
     if ctxd.has_recall(env, proj):
-        cmds.append(("ctxd recall", lambda q: ["recall", q, "--budget", str(args.budget), "--json"]))
-    print(f"  {len(picked)} questions spread over categories 1-4; budget {args.budget}; recall counted as in the "
-          f"default mode (a copy of an evidence turn counts)")
-    for name, argv in cmds:
-        ms, found, ev, fails = [], 0, 0, 0
+        cmds.append(("ctxd recall", run(lambda q: ["recall", q, "--budget", str(args.budget), "--json"],
+                                        lambda out: recall_text(out, cost)[0])))
+    # last, because the hook stores each prompt (20 messages more in N: no restore at this size)
+    cmds.append(("prompt hook", lambda q: prompt_hook(ctxd, env, proj, tdir, q)))
+    print(f"  {len(picked)} questions spread over categories 1-4; budget {args.budget} (the hook: its own); "
+          f"recall counted as in the default mode (a copy of an evidence turn counts)")
+    for name, call in cmds:
+        ms, found, ev, fails, empty = [], 0, 0, 0, 0
         for c, q in picked:
-            p, secs = ctxd.run(argv(q["q"]), env, proj)
+            out, secs, bad = call(q["q"])
             ms.append(secs * 1000)
-            out = p.stdout if p.returncode == 0 else ""
-            fails += p.returncode != 0
-            if name == "ctxd recall" and out:
-                out = recall_text(out, cost)[0]
+            fails += bad
+            empty += not out
             found += hits(c, q["evidence"], out)
             ev += len(q["evidence"])
         print(f"  {name:<13} median {statistics.median(ms):.0f} ms, p90 {quantile(ms, 0.9):.0f} ms, "
-              f"min {min(ms):.0f} ms a query; evidence recall {pct(found, ev).strip()}"
+              f"min {min(ms):.0f} ms a query; evidence recall {pct(found, ev).strip()}, {empty} empty"
               + (f"; {fails} failed" if fails else ""))
 
 
