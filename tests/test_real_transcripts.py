@@ -13,7 +13,6 @@ import collections
 import glob
 import json
 import os
-import shutil
 import sqlite3
 
 import pytest
@@ -381,16 +380,17 @@ def test_a_live_transcript_imported_in_pieces_gives_the_same_records(store, tmp_
         assert pieces == seen(whole)
 
 
-def test_a_gemini_legacy_json_rewritten_by_the_cli_imports_incrementally(store, tmp_path):
+@pytest.mark.parametrize("indent", [2, None])
+def test_a_gemini_legacy_json_rewritten_by_the_cli_imports_as_it_grows(store, tmp_path, indent):
+    """Gemini CLI rewrites a legacy session file whole (JSON.stringify, no final newline; pretty
+    or on one line); the hooks import it each time it grew."""
     src = os.path.join(REAL, "gemini/session-2026-04-01T11-11-5cdd2021.json")
     doc = json.load(open(src, encoding="utf-8"))
     path = tmp_path / "session-2026-04-01T11-11-5cdd2021.json"
-    first = dict(doc, messages=doc["messages"][:2])
-    path.write_text(json.dumps(first, indent=2) + "\n")
-    added, _ = im.import_transcript(store, str(path))
+    path.write_text(json.dumps(dict(doc, messages=doc["messages"][:2]), indent=indent))
+    added, _ = im.import_transcript(store, str(path), "gemini")
     assert added == 6  # the prompt; the reply, its two calls and their results
-    shutil.copy(src, path)
-    with open(path, "a") as f:
-        f.write("\n")
-    added, _ = im.import_transcript(store, str(path))
+    path.write_text(json.dumps(doc, indent=indent))
+    added, _ = im.import_transcript(store, str(path), "gemini")
     assert store.count() == 12 and added == 6
+    assert im.import_transcript(store, str(path), "gemini") == (0, 0)

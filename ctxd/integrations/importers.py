@@ -1599,8 +1599,9 @@ def import_transcript(store, path, fmt="auto", *, session=None):
     The store keeps, per file, the byte offset reached and a hash of the first
     line. A file that shrank or whose first line changed (rewritten, replaced)
     is read again from the start: the dedup keys keep that harmless. A last
-    line without its newline is left for the next call. aider and llm files
-    are imported whole each time (dedup keys again).
+    line without its newline is left for the next call. aider and llm files,
+    and Gemini sessions written as one JSON document, are imported whole each
+    time (dedup keys again).
     """
     real = os.path.realpath(path)
     if fmt == "auto":
@@ -1610,6 +1611,12 @@ def import_transcript(store, path, fmt="auto", *, session=None):
         return r.added, r.malformed
     if fmt not in PARSERS:
         raise ImportFailed(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})", ExitCode.USAGE)
+    if fmt == "gemini":
+        with _open_bin(real) as f:
+            whole = _gemini_whole(f, None) is not None
+        if whole:  # a session Gemini CLI rewrites as one JSON document: read whole each time (keys dedup)
+            r = import_file(store, real, fmt, session=session)
+            return r.added, r.malformed
     with _open_bin(real) as f:
         first = f.readline()
         if not first.endswith(b"\n"):
