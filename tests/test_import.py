@@ -802,3 +802,32 @@ def test_an_exported_line_names_no_file_but_its_own_offloaded_output(store, tmp_
     path.write_text(json.dumps(line) + "\n")
     import_file(store, str(path))
     assert [m.content for m in store.iter_all()] == [f"preview ... {secret} ..."]
+
+
+@pytest.mark.parametrize("output,expected", [
+    ('{"output":"src/sync.py\\n","metadata":{"exit_code":0,"duration_seconds":0.1}}', ("src/sync.py\n", 0, None)),
+    ('{"output":"boom\\n","metadata":{"exit_code":2}}', ("boom\n", 2, None)),
+    ("Chunk ID: 3f2a\nWall time: 0.4 seconds\nProcess exited with code 1\nOriginal token count: 9\nOutput:\nFAILED",
+     ("Chunk ID: 3f2a\nWall time: 0.4 seconds\nProcess exited with code 1\nOriginal token count: 9\nOutput:\nFAILED",
+      1, None)),
+    ({"content": [{"type": "input_text", "text": "done"}], "success": False}, ("done", None, False)),
+    ("plain text", ("plain text", None, None)),
+    ("{not json", ("{not json", None, None)),
+    (None, ("", None, None)),
+])
+def test_codex_outputs_and_their_exit_codes(output, expected):
+    """What function_call_output.output holds, in the shapes Codex versions wrote: JSON with
+    metadata.exit_code, unified exec's text header, structured content with success."""
+    assert im._codex_output(output) == expected
+
+
+def test_codex_failed_command_is_an_error_result(tmp_path):
+    lines = _lines_of(CODEX)
+    bad = json.loads(lines[9])
+    bad["payload"]["output"] = json.dumps({"output": "error: no such file\n", "metadata": {"exit_code": 2}})
+    path = tmp_path / os.path.basename(CODEX)
+    path.write_bytes(b"".join(lines[:9]) + json.dumps(bad).encode() + b"\n" + b"".join(lines[10:]))
+    records, _bad = parsed(im.parse_codex, str(path))
+    (r,) = [r for r in records if r["call_id"] == "call_Xk3m" and r["kind"] == "tool_result"]
+    assert (r["content"], r["tool"], r["data"]) == ("error: no such file\n", "shell",
+                                                    {"is_error": True, "exit_code": 2, "size": 20})
