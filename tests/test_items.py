@@ -138,6 +138,7 @@ def test_describe_call_is_one_trimmed_line():
     ("<hook_context>ctxd context</hook_context>", ("meta", "injected_context")),
     ("# Conversation context: proj\n\n## Facts\n- budget 30,000", ("meta", "injected_context")),
     ("Earlier turns:\n[ctxd: the full context file is /x/context.md]", ("meta", "injected_context")),
+    ("<!-- ctxd:begin created -->\nConversation context of this project", ("meta", "injected_context")),
     ("Your task is to create a detailed summary of the conversation so far, paying close attention to the user's "
      "explicit requests and your previous actions.", ("meta", "compaction_prompt")),
     ("This session is being continued from a previous conversation that ran out of context.",

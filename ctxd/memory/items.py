@@ -253,7 +253,8 @@ _META_PREFIXES = (
     ("<permissions instructions>", "instructions"),
     ("<INSTRUCTIONS>", "instructions"),
     ("<hook_context>", "injected_context"),
-    ("# Conversation context:", "injected_context"),
+    ("# Conversation context:", "injected_context"),  # what ctxd renders (context.md, SessionStart)
+    ("<!-- ctxd:begin", "injected_context"),  # ctxd's block in AGENTS.md / CLAUDE.md / GEMINI.md
     ("<system-reminder>", "system"),
 )
 _SUMMARY_PREFIXES = (
