@@ -1,0 +1,172 @@
+"""Shells own their text: every line of shell syntax ctxd prints or looks for
+(the hook, the export code, the rc-file line, the rc-file scan, the fast-leave
+flag, the drop-state command, PROMPT_COMMAND's order) comes from a Shell in
+ctxd/shells/, and the hot path imports nothing heavy.
+"""
+
+import ast
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import shellkit
+from ctxd.shells import SUPPORTED, get_shell
+
+PKG = Path(__file__).resolve().parent.parent / "ctxd"
+HOT = [PKG / "activation" / "export.py", *sorted((PKG / "shells").glob("*.py"))]
+HEAVY = {"click", "psutil", "shellingham", "platformdirs", "typing", "re", "json", "base64", "tomllib"}
+
+
+def imported_modules(path):
+    """Every module *path* imports, at any level (lazy imports included)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(a.name, node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            found.append((node.module or "", node.lineno))
+    return found
+
+
+def test_hot_path_modules_import_nothing_heavy():
+    bad = [f"{p.relative_to(PKG.parent)}:{line}: {mod}" for p in HOT for mod, line in imported_modules(p)
+           if mod.split(".")[0] in HEAVY]
+    assert bad == []
+
+
+def test_the_import_scan_sees_lazy_imports(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text("import os\ndef f():\n    import click\n    from platformdirs import user_data_dir\n")
+    assert [m for m, _ in imported_modules(f) if m in HEAVY] == ["click", "platformdirs"]
+
+
+# What used to be spelled out in commands/ and export.py: none of it may come back.
+SHELL_TEXT = ['ctxd hook fish | source', 'eval "$(ctxd hook', "~/.bashrc", "~/.zshrc", "config.fish",
+              "_ctxd_restore", "__ctxd_restore", "_ctxd_fast_leave", "_ctxd_hook", "unset CTXD_",
+              "set -e CTXD_", ".bash_profile", ".zprofile", "conf.d", "ZDOTDIR"]
+
+
+def code_without_docstrings(path):
+    """The source's string constants, docstrings left out (help text may show examples)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docs = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and ast.get_docstring(node) is not None:
+            docs.add(id(node.body[0].value))
+    return [n.value for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs]
+
+
+@pytest.mark.parametrize("name", ["commands/setup.py", "commands/doctor.py", "commands/hook.py",
+                                  "activation/export.py"])
+def test_no_shell_text_outside_the_shells(name):
+    strings = code_without_docstrings(PKG / name)
+    assert [(t, s) for s in strings for t in SHELL_TEXT if t in s] == []
+
+
+def test_hook_help_shows_each_shells_install_line_and_rc_file():
+    from ctxd.commands.hook import hook
+
+    for shell in SUPPORTED:
+        sh = get_shell(shell)
+        assert f"{sh.name}: " in hook.help
+        line = next(l for l in hook.help.splitlines() if l.strip().startswith(f"{sh.name}:"))
+        assert sh.install_line in line and sh.rc_file in line, line
+
+
+# -- the Shell methods ----------------------------------------------------------------------
+
+
+def test_install_lines_and_rc_files():
+    assert [(get_shell(s).rc_file, get_shell(s).install_line) for s in SUPPORTED] == [
+        ("~/.bashrc", 'eval "$(ctxd hook bash)"'),
+        ("~/.zshrc", 'eval "$(ctxd hook zsh)"'),
+        ("~/.config/fish/config.fish", "ctxd hook fish | source"),
+    ]
+    for s in SUPPORTED:
+        block = get_shell(s).rc_block()
+        assert block.endswith(get_shell(s).install_line + "\n") and "# ctxd" in block
+
+
+@pytest.mark.parametrize("shell", SUPPORTED)
+def test_loads_hook(shell):
+    sh = get_shell(shell)
+    assert sh.loads_hook(sh.install_line)
+    assert sh.loads_hook("  " + sh.install_line + "  # on cd\n")
+    assert sh.loads_hook("command -v ctxd >/dev/null && " + sh.install_line)
+    assert sh.loads_hook('eval "$(ctxd hook)"')  # detected shell
+    assert not sh.loads_hook("# " + sh.install_line)
+    assert not sh.loads_hook("ctxd setup")
+    other = {"bash": "zsh", "zsh": "fish", "fish": "bash"}[shell]
+    assert not sh.loads_hook(get_shell(other).install_line)
+
+
+def test_rc_candidates(tmp_path):
+    env = {"HOME": str(tmp_path)}
+    assert get_shell("bash").rc_candidates(env) == [str(tmp_path / f) for f in
+                                                    (".bashrc", ".bash_profile", ".bash_login", ".profile")]
+    assert get_shell("zsh").rc_candidates(dict(env, ZDOTDIR=str(tmp_path / "z")))[0] == str(tmp_path / "z" / ".zshrc")
+    (tmp_path / ".config" / "fish" / "conf.d").mkdir(parents=True)
+    (tmp_path / ".config" / "fish" / "conf.d" / "b.fish").write_text("")
+    (tmp_path / ".config" / "fish" / "conf.d" / "a.fish").write_text("")
+    (tmp_path / ".config" / "fish" / "conf.d" / "notes.txt").write_text("")
+    fish = tmp_path / ".config" / "fish"
+    assert get_shell("fish").rc_candidates(env) == [str(fish / "config.fish"), str(fish / "conf.d" / "a.fish"),
+                                                    str(fish / "conf.d" / "b.fish")]
+    # a relative XDG_CONFIG_HOME is ignored, as the XDG spec says
+    assert get_shell("fish").rc_candidates(dict(env, XDG_CONFIG_HOME="rel"))[0] == str(fish / "config.fish")
+
+
+def test_prompt_command_order():
+    order = get_shell("bash").prompt_command_order
+    assert order("_ctxd_hook") == (True, "_ctxd_hook")
+    assert order(" _ctxd_hook;user_pc") == (True, "_ctxd_hook")
+    assert order("_ctxd_hook user_pc") == (True, "_ctxd_hook")  # an array, joined by spaces
+    assert order("user_pc;_ctxd_hook") == (True, "user_pc")
+    assert order("user_pc") == (False, "user_pc")
+    assert order("") == (False, "")
+
+
+def _run(shell, script, env):
+    path = shellkit.require(shell)
+    argv = [path, "--no-config", "-c", script] if shell == "fish" else [path, "-c", script]
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=30)
+
+
+@pytest.mark.parametrize("shell", SUPPORTED)
+def test_fast_leave_flag_is_a_plain_shell_variable(shell, tmp_path):
+    """Set, readable by the hook, never exported (a child shell must not inherit it)."""
+    sh = get_shell(shell)
+    var = sh.fast_leave_var
+    show = f'echo "v=${var}"; env | grep -c "^{var}=" || true'
+    env = shellkit.base_env(tmp_path)
+    for allowed, want in ((True, "1"), (False, "0")):
+        r = _run(shell, sh.join([sh.fast_leave(allowed)]) + show, env)
+        assert r.stdout.split() == [f"v={want}", "0"], r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("shell", SUPPORTED)
+def test_drop_state_command_runs_the_restore_function_then_drops_the_state(shell, tmp_path):
+    sh = get_shell(shell)
+    restore = sh.define_restore([sh.set_var("CT_BACK", "restored")])
+    show = 'echo "back=$CT_BACK"; env | grep -c "^CTXD_" || true'
+    env = dict(shellkit.base_env(tmp_path), CTXD_STATE="x", CTXD_WATCH="y")
+    r = _run(shell, sh.join([restore, sh.drop_state_command()]) + show, env)
+    assert r.stdout.split() == ["back=restored", "0"], r.stdout + r.stderr
+    # without a restore function (a new shell): quiet, still drops the state
+    r = _run(shell, sh.drop_state_command() + "\n" + show, env)
+    assert r.stdout.split() == ["back=", "0"] and r.stderr == "", r.stdout + r.stderr
+
+
+def test_setup_writes_the_shells_block_once_and_sees_a_looser_line(tmp_path):
+    env = dict(os.environ, HOME=str(tmp_path))
+    ctxd = [os.path.join(os.path.dirname(shellkit.sys.executable), "ctxd")]
+    rc = tmp_path / ".bashrc"
+    rc.write_text('command -v ctxd >/dev/null && eval "$(ctxd hook bash)"\n')
+    r = subprocess.run(ctxd + ["setup", "--shell", "bash", "--write"], env=env, capture_output=True, text=True)
+    assert r.returncode == 0 and "already set up" in r.stdout
+    rc.write_text('# eval "$(ctxd hook bash)"\n')
+    r = subprocess.run(ctxd + ["setup", "--shell", "bash", "--write"], env=env, capture_output=True, text=True)
+    assert r.returncode == 0 and rc.read_text().endswith(get_shell("bash").rc_block())
