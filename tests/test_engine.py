@@ -177,19 +177,58 @@ def test_task_working_memory(tmp_path):
 
 
 def test_markdown_is_a_session_memory(store):
-    fill(store, [("user", "Please always answer in English. Do not use MongoDB."),
-                 ("assistant", "Using Django 4.2.11."),
-                 ("user", "I edited src/app/models.py"),
-                 ("tool", "Traceback: error in src/app/models.py line 3"),
-                 ("user", "Should we add an index?"),
-                 ("user", "TODO: write the migration"),
-                 ("assistant", "Next step: run the tests."),
-                 ("user", "The tests are done now and merged in PR-12.")])
-    md = engine.to_markdown(engine.assemble(store, budget=2000, mode="hybrid"))
-    for section in ("Requirements and preferences", "Key technical points", "Errors and fixes", "Progress",
-                    "User questions", "Pending tasks", "Next step", "Current work"):
+    """The 9-part layout, filled from typed events: the edits, the failing and the fixing test
+    run, the commit, the todo list; questions a reply answered are no longer open."""
+    from ctxd.memory import items
+
+    c = dict(session="s1", source="claude")
+    n = iter(range(100))
+
+    def k():
+        return f"k{next(n)}"
+
+    edit = {"file_path": "/w/proj/src/app/models.py", "old_string": "a = 1", "new_string": "a = 2"}
+    store.add_many([
+        items.user_record("Please always answer in English. Do not use MongoDB.", dedup=k(), **c),
+        items.record("reply", "Using Django 4.2.11.", dedup=k(), **c),
+        items.call_record("Edit", edit, call_id="e1", dedup=k(), **c),
+        items.result_record("The file has been updated.", tool="Edit", call_id="e1", dedup=k(), **c),
+        items.call_record("Bash", {"command": "pytest -q"}, call_id="b1", dedup=k(), **c),
+        items.result_record("E   AssertionError: boom\n1 failed, 3 passed in 0.21s", tool="Bash", call_id="b1",
+                            is_error=True, exit_code=1, dedup=k(), **c),
+        items.call_record("Edit", edit, call_id="e2", dedup=k(), **c),
+        items.result_record("The file has been updated.", tool="Edit", call_id="e2", dedup=k(), **c),
+        items.call_record("Bash", {"command": "pytest -q"}, call_id="b2", dedup=k(), **c),
+        items.result_record("....\n4 passed in 0.30s", tool="Bash", call_id="b2", dedup=k(), **c),
+        items.call_record("Bash", {"command": "git commit -am 'Add the index on orders'"}, call_id="b3", dedup=k(), **c),
+        items.result_record("[main 1a2b3c4] Add the index on orders\n 1 file changed", tool="Bash", call_id="b3",
+                            dedup=k(), **c),
+        items.call_record("TodoWrite", {"todos": [{"content": "Write the migration", "status": "in_progress"},
+                                                  {"content": "Update the docs", "status": "pending"}]},
+                          call_id="t1", dedup=k(), **c),
+        items.user_record("Should we add an index?", dedup=k(), **c),
+        items.record("reply", "Yes, on orders.created_at.", dedup=k(), **c),
+        items.user_record("The tests are done now and merged in PR-12.", dedup=k(), **c),
+        items.user_record("Can we drop the CSV export?", dedup=k(), **c),
+    ])
+    md = engine.to_markdown(engine.assemble(store, budget=2000, mode="hybrid", root="/w/proj"))
+    for section in ("Initial request", "Key technical points", "Files touched", "Errors and fixes", "Problem solving",
+                    "User messages", "Pending tasks", "Current work", "Next step"):
         assert f"**{section}**" in md, section
-    assert "- Should we add an index?" in md
+    assert md.index("**Initial request**") < md.index("**Key technical points**") < md.index("**Files touched**") \
+        < md.index("**Errors and fixes**") < md.index("**Problem solving**") < md.index("**User messages**") \
+        < md.index("**Pending tasks**") < md.index("**Current work**") < md.index("**Next step**")
+    assert "- Please always answer in English. Do not use MongoDB." in md
+    assert "- `src/app/models.py` (edited 2×)" in md
+    assert "- `pytest -q` failed: E AssertionError: boom — fixed: `pytest -q`: 4 passed, 0 failed" in md
+    assert "Committed: Add the index on orders" in md
+    assert "- [~] Write the migration (in progress)" in md and "- [ ] Update the docs (pending)" in md
+    assert "- Should we add an index?" in md  # a request, shown as typed ...
+    assert "Open question: Should we add an index?" not in md  # ... but answered: no longer an open question
+    assert "- Open question: Can we drop the CSV export?" in md
+    memory = md.split("## Recent turns")[0]
+    assert "In progress: Write the migration" in memory and "- Update the docs" in memory.split("**Next step**")[1]
+    assert '{"' not in md and "\\n" not in md and "todos=" not in md
 
 
 def test_correction_names_the_value_it_replaces_and_keeps_other_details(store):

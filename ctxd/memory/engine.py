@@ -54,6 +54,9 @@ class Context:
         self.facts = []  # fact rows used
         self.superseded = 0
         self.decision = {}
+        self.memory = None  # ctxd.memory.session.SessionMemory
+        self.memory_sections = {}  # what of it the "memory" part holds: {section: [lines]}
+        self.exact = True  # count the final text exactly when the tokens extra is installed
 
     @property
     def tokens(self):
@@ -72,7 +75,7 @@ def refresh_facts(store, batch=2000, limit=None):
     upto = store.facts_watermark()
     seen = 0
     while limit is None or seen < limit:
-        rows = store.messages_after(upto, batch)
+        rows = store.fact_source_rows(upto, batch)
         if not rows:
             break
         with store.transaction():
@@ -82,6 +85,8 @@ def refresh_facts(store, batch=2000, limit=None):
                 upto = done
                 continue
             for r in rows:
+                if not is_fact_source(r):
+                    continue  # tool calls, tool results, what a CLI injected: plumbing, not what was said
                 if _is_generated(r):
                     continue  # ctxd's own teach prompt: instructions, not what was said
                 early = r["role"] == "user" and store.user_turns_before(
@@ -96,6 +101,19 @@ def refresh_facts(store, batch=2000, limit=None):
 
 
 BACKLOG_CAP = 100000
+FACT_KINDS = ("prompt", "reply", "summary")
+
+
+def is_fact_source(row):
+    """Whether a message's facts count: prompts, replies and summaries; a meta row only when it
+    is ctxd's own note (a task closed, a fact kept on purpose: no subtype), never what an AI CLI
+    injected; never a tool call or its result."""
+    kind = row["kind"] if "kind" in row.keys() else ""
+    if not kind:
+        return row["role"] != "tool"
+    if kind in FACT_KINDS:
+        return True
+    return kind == "meta" and not row["subtype"]
 
 
 def backlog(store):
@@ -239,13 +257,28 @@ def _find_all(hay, needle):
         i = hay.find(needle, i + 1)
 
 
-def live_facts(store, limit=400):
+def live_facts(store, limit=400, answered=True):
     """Facts by priority: current ones first; superseded ones after, marked as such
-    (they may still carry details the newer statement does not repeat)."""
+    (they may still carry details the newer statement does not repeat). *answered*: False
+    leaves out the questions a later reply answered (what a context shows: a question is a
+    fact while it is open); the handoff builder reads them to tell resolved from open."""
     # two index-driven queries (facts_live): the cost follows the limit, not the history
     live = store.live_facts(limit)
+    if not answered:
+        live = open_questions_only(store, live)
     old = store.superseded_facts(limit // 4)
     return live + sorted(old, key=lambda r: -r["priority"])
+
+
+def open_questions_only(store, rows):
+    """*rows* without the questions a later reply answered: a question is a fact while it is
+    open (asked last, or declared open: "still open", "TBD", 待定)."""
+    asked = {r["msg_id"] for r in rows if r["tag"] == "question" and not facts_mod.declared_open(r["text"])}
+    if not asked:
+        return rows
+    answered = store.answered(sorted(asked))
+    return [r for r in rows if not (r["tag"] == "question" and r["msg_id"] in answered
+                                    and not facts_mod.declared_open(r["text"]))]
 
 
 def superseded_count(store):
@@ -312,16 +345,7 @@ def summary_block(store, older_upto, budget, cache_dir, llm=None):
         # built from the source message, but a statement corrected since is marked, not repeated
         # only the facts of these sentences matter: looked up by norm (facts_norm, never a scan
         # of every fact of the history; see FactsTables.superseded_norms)
-        sents = [(s, facts_mod.normalize(s)) for s in facts_mod.sentences(first_user)]
-        norms = sorted({nm for _s, nm in sents})
-        stale = store.superseded_norms(norms, older_upto)
-        rows = store.live_facts_containing(norms, older_upto, STALE_MARK)
-        # facts_live order; norms never repeat across the store's chunks, so one sort is the same
-        marked = dict((r[0], r[1]) for r in sorted(rows, key=lambda r: (-r[2], r[3])))
-        parts = []
-        for sent, norm in sents:
-            parts.append("(a statement superseded later)" if norm in stale else marked.get(norm, sent))
-        lines.append(f"Initial request: {_trim(' '.join(parts), 400)}")
+        lines.append(f"Initial request: {_trim(mark_stale(store, first_user, older_upto), 400)}")
     text = "\n".join(lines)
     while estimate(text) > budget and len(lines) > 1:
         lines.pop()
@@ -335,6 +359,24 @@ def summary_block(store, older_upto, budget, cache_dir, llm=None):
     except OSError:
         pass
     return text
+
+
+def mark_stale(store, text, upto):
+    """*text* (a source message) with the statements corrected since marked, not repeated."""
+    # only the facts of these sentences matter: looked up by norm (facts_norm, never a scan
+    # of every fact of the history; see FactsTables.superseded_norms)
+    sents = [(s, facts_mod.normalize(s)) for s in facts_mod.sentences(text)]
+    norms = sorted({nm for _s, nm in sents})
+    if not norms:
+        return text
+    stale = store.superseded_norms(norms, upto)
+    rows = store.live_facts_containing(norms, upto, STALE_MARK)
+    # facts_live order; norms never repeat across the store's chunks, so one sort is the same
+    marked = dict((r[0], r[1]) for r in sorted(rows, key=lambda r: (-r[2], r[3])))
+    parts = []
+    for sent, norm in sents:
+        parts.append("(a statement superseded later)" if norm in stale else marked.get(norm, sent))
+    return " ".join(parts)
 
 
 def _prune_summaries(cache_dir, keep, most=8):
@@ -397,13 +439,34 @@ def _previous(decisions_path):
 
 # -- assembly --------------------------------------------------------------------------
 
+def _turn(m):
+    """Whether a message is shown among the recent turns: prompts, replies, summaries and tool
+    calls (as one line); never a tool's raw output or what a CLI injected (the session memory
+    says what came of the calls)."""
+    kind = m.kind or ""
+    if kind in ("tool_result",) or (kind == "meta" and m.subtype):
+        return False
+    return True
+
+
+def _as_turn(m):
+    if m.kind == "tool_call":
+        from ctxd.memory import session
+
+        m.content = session.call_line(m.tool or "tool", m.content, m.data)
+    return m
+
+
+MEMORY_SHARE = 0.3  # of the budget, for the session memory built from tool events
+
+
 def assemble(store, *, budget, mode="auto", query=None, system=None, system_compact=None, log_dir=None,
-             llm_summary=None, refresh_limit=None):
+             llm_summary=None, refresh_limit=None, root=None):
     refresh_facts(store, limit=refresh_limit)
     ctx = Context()
     ctx.budget = budget
     n = store.count()
-    recent_pool = store.recent(200)
+    recent_pool = [_as_turn(m) for m in store.recent(200) if _turn(m)]
     total = sum(m.tokens + PER_MESSAGE for m in recent_pool)
     if n > len(recent_pool):
         total += (n - len(recent_pool)) * 50  # beyond the pool: a cheap lower bound
@@ -434,10 +497,27 @@ def assemble(store, *, budget, mode="auto", query=None, system=None, system_comp
         ctx.parts.append(p)
         used += p.tokens
 
+    from ctxd.memory import session as session_mod
+
+    mem = session_mod.session_memory(store, root)
+    if mem.initial_request and mem.initial_id:
+        mem.initial_request = session_mod.clean(mark_stale(store, mem.initial_request, mem.initial_id), 600)
+    ctx.memory = mem
+    if mode != "zero" and (mode in ("summary", "hybrid") or mem.files or mem.commands or mem.todos):
+        # in summary and hybrid the facts carry the user's constraints: the memory does not repeat them
+        ctx.memory_sections = memory_sections(mem, int(budget * MEMORY_SHARE),
+                                              decisions=mode not in ("summary", "hybrid"))
+        text = _sections_text(ctx.memory_sections)
+        if text:
+            p = Part("memory", text)
+            ctx.parts.append(p)
+            used += p.tokens
+
     rows = []
     if mode in ("summary", "hybrid"):
-        rows = live_facts(store)
+        rows = live_facts(store, answered=False)
         cap = int(budget * (QUERY_FACTS_SHARE if query else 0.65 if mode == "summary" else 0.55))
+        cap = min(cap, max(0, budget - used - int(budget * 0.15)))
         chosen, text = facts_block(rows, cap)
         if text:
             p = Part("facts", text)
@@ -502,32 +582,152 @@ def assemble(store, *, budget, mode="auto", query=None, system=None, system_comp
     return ctx
 
 
+# -- the session memory -------------------------------------------------------------------
+
+_MEMORY_LIMITS = ((5, 15, 8, 10), (5, 10, 5, 6), (5, 10, 3, 3), (4, 8, 2, 2), (3, 5, 1, 0), (2, 3, 0, 0))
+
+
+def memory_sections(mem, budget, decisions=True):
+    """The session memory's {section: [lines]}, as much of it as fits *budget* tokens."""
+    from ctxd.memory import session as session_mod
+
+    secs = {}
+    for req, files, cmds, decs in _MEMORY_LIMITS:
+        secs = session_mod.sections(mem, requests=req, files=files, commands=cmds, decisions=decs if decisions else 0)
+        if estimate(_sections_text(secs)) <= budget:
+            return secs
+    # still too big: the sections in order, line by line, while they fit
+    out, used = {}, 0
+    for k, lines in secs.items():
+        for line in lines:
+            t = estimate(line) + 3
+            if used + t > budget:
+                return out
+            out.setdefault(k, []).append(line)
+            used += t
+    return out
+
+
+def _sections_text(secs):
+    return "\n".join(f"{k}:\n" + "\n".join(f"- {l}" for l in v) for k, v in secs.items())
+
+
+def memory_text(mem, budget, decisions=True):
+    """The session memory as plain text within *budget* tokens ("" when there is nothing)."""
+    if mem is None:
+        return ""
+    return _sections_text(memory_sections(mem, budget, decisions))
+
+
 # -- output formats ---------------------------------------------------------------------
 
 TITLES = {"system": "Project instructions", "task": "Current task (working memory)", "facts": "Facts to keep (current values; newer statements win)",
+          "memory": "Session memory (from the session's events)",
           "summary": "Summary of earlier turns", "query": "Relevant earlier turns"}
 
 
+def _label(m):
+    return {"tool_call": "assistant (tool)", "summary": "summary"}.get(m.kind or "", m.role)
+
+
+def _shown(m):
+    """A recent turn's text as shown: a tool call as its one readable line, terminal escape
+    sequences out."""
+    from ctxd.memory import session
+
+    if m.kind == "tool_call":
+        return session.call_line(m.tool or "tool", m.content, m.data)
+    return session.strip_ansi(m.content)
+
+
+def fit(ctx, build):
+    """build(recent, per_section) within ctx.budget tokens, counted with tokens.ceiling (exact when
+    the tokens extra is installed, never low otherwise). What goes first: the oldest recent turns
+    down to the last 2, then the tail of the longest memory sections, then the last 2 turns, then
+    lines from the end. A hard cap: the text returned never counts more than the budget."""
+    from ctxd.memory.tokens import ceiling
+
+    exact = getattr(ctx, "exact", True)
+    budget = ctx.budget or 0
+    recent = list(ctx.recent)
+    text = build(recent, None)
+    if not budget:
+        return text
+
+    def over(t):
+        return ceiling(t, exact=exact) - budget
+
+    while over(text) > 0 and len(recent) > 2:
+        # drop about as many turns as the excess needs, at least one
+        excess, drop, freed = over(text), 0, 0
+        while drop < len(recent) - 2 and freed < excess:
+            freed += estimate(_shown(recent[drop])) + PER_MESSAGE
+            drop += 1
+        recent = recent[max(1, drop):]
+        text = build(recent, None)
+    cap = 12
+    while over(text) > 0 and cap >= 1:
+        text = build(recent, cap)
+        cap = cap - 2 if cap > 4 else cap - 1
+    while over(text) > 0 and recent:
+        recent = recent[1:]
+        text = build(recent, 1)
+    if over(text) <= 0:
+        return text
+    lines = text.splitlines()
+    lo, hi = 0, len(lines)  # the most lines that fit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if ceiling("\n".join(lines[:mid]) + "\n", exact=exact) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return "\n".join(lines[:lo]) + "\n" if lo else ""
+
+
+def _capped(text, cap):
+    """A part's text with at most *cap* lines per "- " list (None: all)."""
+    if cap is None:
+        return text
+    out, run = [], 0
+    for line in text.split("\n"):
+        if line.startswith("- "):
+            run += 1
+            if run > cap:
+                continue
+        else:
+            run = 0
+        out.append(line)
+    return "\n".join(out)
+
+
 def to_text(ctx):
-    out = []
-    for p in ctx.parts:
-        out.append(f"{TITLES[p.name]}:\n{p.text}")
-    if ctx.recent:
-        out.append("Recent turns:\n" + "\n".join(f"{m.role}: {m.content}" for m in ctx.recent))
-    return "\n\n".join(out) + "\n"
+    def build(recent, cap):
+        out = []
+        for p in ctx.parts:
+            text = _capped(p.text, cap) if p.name in ("memory", "facts") else p.text
+            out.append(f"{TITLES[p.name]}:\n{text}")
+        if recent:
+            out.append("Recent turns:\n" + "\n".join(f"{_label(m)}: {_shown(m)}" for m in recent))
+        return "\n\n".join(out) + "\n"
+    return fit(ctx, build)
 
 
 ERRORS = re.compile(r"(?i)\b(?:error|exception|traceback|failed|failure|crash|bug|fix(?:ed)?|broken)\b|报错|错误|异常|修复|失败")
 DONE = re.compile(r"(?i)\b(?:done|finished|completed|merged|shipped|deployed|works now)\b|完成|搞定|已上线")
 NEXT = re.compile(r"(?i)\bnext step|\bnext,? (?:we|i)\b|下一步")
-SECTIONS = ("Requirements and preferences", "Key technical points", "Files touched", "Errors and fixes",
-            "Progress", "User questions", "Pending tasks", "Next step", "Superseded (no longer current)")
+STALE = "[superseded, no longer current]"
 
 
-def session_memory(ctx):
-    """The facts kept, arranged as a session memory: {section: [lines]} in SECTIONS order."""
-    out = {k: [] for k in SECTIONS}
-    for r in ctx.facts:
+FACT_SECTIONS = ("Requirements and preferences", "Key technical points", "Files touched", "Errors and fixes",
+                 "Progress", "User questions", "Pending tasks", "Next step", "Superseded (no longer current)")
+
+
+def facts_layout(facts):
+    """Facts alone arranged by what they say: {section: [lines]} in FACT_SECTIONS order (the
+    handoff builder reads its Progress, Pending tasks and Next step)."""
+    out = {k: [] for k in FACT_SECTIONS}
+    for r in facts:
         text, kinds = _trim(r["text"]), set(r["kinds"].split(","))
         if r["superseded_by"] is not None:
             out["Superseded (no longer current)"].append(_trim(r["text"], 160))
@@ -550,34 +750,94 @@ def session_memory(ctx):
     return {k: v for k, v in out.items() if v}
 
 
-def to_markdown(ctx, title="Conversation context"):
-    out = [f"# {title}", ""]
-    for p in ctx.parts:
-        if p.name == "facts" and ctx.facts:
-            out += ["## Session memory", ""]
-            for section, lines in session_memory(ctx).items():
-                out += [f"**{section}**", ""] + [f"- {l}" for l in lines] + [""]
+def session_memory(ctx):
+    """The session memory in the 9-part layout (ctxd.memory.session.SECTIONS): {section: [lines]},
+    the sections the session's events fill (requests, files, commands, commits, errors, todos)
+    with the facts kept added where they belong, each statement once."""
+    from ctxd.memory import session as session_mod
+
+    if not hasattr(ctx, "parts"):  # facts alone (the handoff builder): arranged by what they say
+        return facts_layout(ctx.facts)
+    out = {k: [] for k in session_mod.SECTIONS}
+    mem_part = next((p for p in ctx.parts if p.name == "memory"), None)
+    if ctx.memory is not None and mem_part is not None:
+        for k, lines in ctx.memory_sections.items():
+            out[k] += lines
+    seen = {facts_mod.normalize(l) for v in out.values() for l in v}
+    for r in ctx.facts:
+        text, kinds = _trim(session_mod.clean(r["text"])), set(r["kinds"].split(","))
+        norm = facts_mod.normalize(text)
+        if r["tag"] == "question" and r["superseded_by"] is None:
+            if f"Open question: {text}" not in out["Pending tasks"]:
+                out["Pending tasks"].append(f"Open question: {text}")  # also among the requests: labelled
             continue
-        out += [f"## {TITLES[p.name]}", "", p.text, ""]
-    if ctx.recent:
-        last_user = [m for m in ctx.recent if m.role == "user"][-1:]
-        if last_user and ctx.facts:
-            out += ["**Current work** (the latest request)", "", _trim(last_user[0].content, 400), ""]
-    if ctx.recent:
-        out += ["## Recent turns", ""]
-        for m in ctx.recent:
-            out += [f"**{m.role}** #{m.id}:", m.content, ""]
-    return "\n".join(out).rstrip() + "\n"
+        if norm in seen or any(norm and norm in s for s in seen):
+            continue
+        seen.add(norm)
+        if r["superseded_by"] is not None:
+            out["Key technical points"].append(f"{STALE} {_trim(text, 160)}")
+        elif r["tag"] == "question":
+            out["Pending tasks"].append(f"Open question: {text}")
+        elif NEXT.search(text):
+            out["Next step"].append(text)
+        elif r["tag"] == "todo":
+            out["Pending tasks"].append(text)
+        elif ERRORS.search(text):
+            out["Errors and fixes"].append(text)
+        elif DONE.search(text):
+            out["Problem solving"].append(text)
+        else:
+            out["Key technical points"].append(text)
+    if not out["Current work"]:
+        last = [m for m in ctx.recent if m.kind == "prompt" or (not m.kind and m.role == "user")][-1:]
+        if last and (ctx.facts or out["User messages"]):
+            out["Current work"].append(_trim(session_mod.clean(last[0].content), 400))
+    return {k: v for k, v in out.items() if v}
+
+
+def to_markdown(ctx, title="Conversation context"):
+    memory = session_memory(ctx) if (ctx.facts or any(p.name == "memory" for p in ctx.parts)) else {}
+
+    def build(recent, cap):
+        out = [f"# {title}", ""]
+        done = False
+        for p in ctx.parts:
+            if p.name in ("facts", "memory"):
+                if not done and memory:
+                    out += ["## Session memory", ""]
+                    for section, lines in memory.items():
+                        out += [f"**{section}**", ""] + [f"- {l}" for l in lines[:cap]] + [""]
+                done = True
+                continue
+            out += [f"## {TITLES[p.name]}", "", p.text, ""]
+        if recent:
+            out += ["## Recent turns", ""]
+            for m in recent:
+                out += [f"**{_label(m)}** #{m.id}:", _shown(m), ""]
+        return "\n".join(out).rstrip() + "\n"
+    return fit(ctx, build)
 
 
 def to_messages(ctx):
-    msgs = []
     head = "\n\n".join(f"{TITLES[p.name]}:\n{p.text}" for p in ctx.parts)
-    if head:
-        msgs.append({"role": "system", "content": head})
-    for m in ctx.recent:
-        msgs.append({"role": m.role if m.role != "tool" else "user",
-                     "content": m.content if m.role != "tool" else f"[tool output]\n{m.content}"})
+
+    def build(recent, _cap=None):
+        msgs = []
+        if head:
+            msgs.append({"role": "system", "content": head})
+        for m in recent:
+            msgs.append({"role": m.role if m.role in ("user", "assistant") else "user" if m.role == "tool" else "system",
+                         "content": _shown(m) if m.role != "tool" else f"[tool output]\n{m.content}"})
+        return msgs
+
+    from ctxd.memory.tokens import ceiling
+
+    exact = getattr(ctx, "exact", True)
+    recent = list(ctx.recent)
+    msgs = build(recent)
+    while recent and ctx.budget and sum(ceiling(m["content"], exact=exact) + PER_MESSAGE for m in msgs) > ctx.budget:
+        recent = recent[1:]
+        msgs = build(recent)
     return msgs
 
 

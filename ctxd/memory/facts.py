@@ -104,6 +104,12 @@ def priority(kinds, role, importance, sentence=""):
 QMARK = re.compile(r"[?？]\s*$")
 
 
+def declared_open(sentence):
+    """Whether a question says it is open ("still open", "not decided", 待定), as opposed to one
+    that is only asked (a "?"), which the next reply answers."""
+    return bool(RX["question"].search(QMARK.sub("", sentence)))
+
+
 def is_fact(kinds):
     """Every kind above marks a fact; plain prose marks none."""
     return bool(kinds)
@@ -148,8 +154,39 @@ def extract(message_id, ts, role, content, importance=0.5, early=False):
         kinds = classify(s, role)
         if not kinds or not is_fact(kinds):
             continue
+        if is_filler(s):
+            continue  # "How have you been?", "Can't wait.", "Thanks!": never a fact
         if kinds == ["constraint"] and len(s) > 300:
             continue
         out.append((tag_of(kinds, role), ",".join(kinds), s, normalize(_core(s) if "question" in kinds else s),
                     topic_of(s), priority(kinds, role, importance, s) * (EARLY_BOOST if early else 1.0)))
     return out
+
+
+# -- filler: greetings, thanks, pleasantries are never facts --------------------------
+
+_SOCIAL = set("""hi hello hey hiya yo thanks thank thx ty you so much very great awesome cool nice wow ok okay sure
+yes no yeah yep yup nope lol haha hah good morning afternoon evening night bye goodbye see soon later take care talk
+cant can't cannot wait how have been are doing what's whats up your day weekend going it i i'm im am well fine
+me too glad hear that sounds love really excited happy for congrats congratulations amazing wonderful perfect
+welcome there again all right alright np problem cheers oh ah hmm um uh indeed totally absolutely definitely
+lovely fantastic brilliant hope doing good to be is was the a an and what about things life been up with
+appreciate it's its just nice meet meeting same here as always miss missed ya u thanks! exactly true right
+""".split())
+_SOCIAL_ZH = re.compile(r"^(?:你好|您好|嗨|哈喽|谢谢|多谢|感谢|好的|好|嗯|哈哈|没问题|再见|拜拜|太好了|不客气|辛苦了)+[!！,，.。~ ]*$")
+
+
+def is_filler(sentence):
+    """A greeting, thanks or pleasantry ("How have you been?", "Can't wait.", "Thanks!"): every
+    word is a social word and nothing hard (a number, a date, a name in code) is in it."""
+    s = sentence.strip()
+    if not s:
+        return True
+    if _SOCIAL_ZH.match(s):
+        return True
+    if any(RX[k].search(s) for k in HARD):
+        return False
+    words = re.findall(r"[a-z']+", s.lower().replace("’", "'"))
+    if not words or re.search(r"[\u4e00-\u9fff]", s):
+        return False
+    return all(w in _SOCIAL or w.strip("'") in _SOCIAL for w in words)

@@ -41,10 +41,13 @@ def render(store, root, max_chars=TOTAL_CHARS, shown=None):
     # a turn's own facts are read now; a big imported backlog is left to `ctxd chat refresh`
     # (started in the background by whoever recorded it), so no hook waits minutes
     ctx = engine.assemble(store, budget=max(256, (max_chars - 400) // 4), mode="auto",
-                          llm_summary=summarizer.load(store.dir), refresh_limit=REFRESH_LIMIT)
+                          llm_summary=summarizer.load(store.dir), refresh_limit=REFRESH_LIMIT, root=root)
+    ctx.exact = False  # the hook path: characters are the limit here; never load a tokenizer for it
     if shown is not None:
         shown.update(m.id for m in ctx.recent)
         shown.update(r["msg_id"] for r in ctx.facts)
+        if ctx.memory is not None and ctx.memory_sections:
+            shown.update(ctx.memory.ids)
     for m in ctx.recent:
         if m.output_path:  # a huge output: its head and where the whole of it is
             m.content = (m.content[:400] + f"\n[... full output: {m.output_chars} characters in {m.output_path}; "

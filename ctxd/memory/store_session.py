@@ -44,3 +44,20 @@ class SessionTables:
         """The kind of message *msg_id*, or None."""
         row = self.db.execute("SELECT kind FROM messages WHERE id = ?", (msg_id,)).fetchone()
         return row[0] if row else None
+
+    def fact_source_rows(self, upto, batch):
+        """The next *batch* messages after id *upto*, with the columns fact extraction reads and
+        their kind and subtype (facts come from prompts, replies and summaries only)."""
+        return self.db.execute("SELECT id, ts, role, content, importance, session, source, kind, subtype "
+                               "FROM messages WHERE id > ? ORDER BY id LIMIT ?", (upto, batch)).fetchall()
+
+    def answered(self, msg_ids):
+        """The ids among *msg_ids* that a later reply of the same session follows."""
+        out = set()
+        for i in msg_ids:
+            row = self.db.execute(
+                "SELECT 1 FROM messages m JOIN messages q ON q.id = ? WHERE m.session = q.session AND m.id > q.id "
+                "AND m.kind = 'reply' LIMIT 1", (i,)).fetchone()
+            if row:
+                out.add(i)
+        return out
