@@ -386,3 +386,40 @@ def test_export_in_a_project_prints_code_and_in_a_plain_dir_nothing(dirs, shell)
     r = ctxd("export", shell, cwd=plain, env=clean_env(PWD=plain))
     assert r.returncode == 0, r.stderr
     assert r.stdout == ""
+
+
+# --- SIGINT: the hook's own handling never replaces the user's ------------------------
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_hooks_give_back_the_users_sigint_trap(dirs, shell):
+    """The hook holds SIGINT while it changes the environment (see
+    tests/e2e/test_e2e_interrupt.py); afterwards the user's own trap (or none)
+    is in place again, on the slow path, the fast leave and the no-change path."""
+    tmp, proj, plain = dirs
+    hook = write_hook(tmp, shell, "api")
+    if shell == "fish":
+        user = "function user_on_int --on-signal SIGINT; echo user-int; end"
+        show = ("functions -q __ctxd_hold_sigint; and echo ctxd-handler-left; "
+                "functions --handlers-type signal | string match -q '*user_on_int*'; and echo user-handler")
+        none_show = "functions --handlers-type signal | string match -q '*SIGINT*'; and echo some-handler; or echo none"
+        fn = "__ctxd_hook"
+    else:
+        user = "trap 'echo user-int' INT"
+        # (zsh has no trap -p: it would set a trap named -p)
+        show = "trap -p INT" if shell == "bash" else "trap | grep INT"
+        none_show = f"[[ -z $({show}) ]] && echo none"
+        fn = "_ctxd_hook"
+    steps = [f"cd {q(shell, proj)}", fn, show, fn, show, f"cd {q(shell, plain)}", fn, show]
+    r = run(shell, "\n".join([user, install(shell, hook)] + steps), plain)
+    assert r.returncode == 0 and not r.stderr, explain(r)
+    lines = r.stdout.splitlines()
+    if shell == "fish":
+        assert lines == ["user-handler"] * 3
+    else:
+        assert len(lines) == 3 and all("user-int" in line for line in lines), lines
+    # no trap before: none after
+    r = run(shell, "\n".join([install(shell, hook), f"cd {q(shell, proj)}", fn, none_show,
+                              f"cd {q(shell, plain)}", fn, none_show]), plain)
+    assert r.returncode == 0 and not r.stderr, explain(r)
+    assert r.stdout.splitlines() == ["none", "none"]
