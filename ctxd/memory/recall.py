@@ -22,12 +22,18 @@ import time
 from ctxd.memory.tokens import estimate
 
 POOL = 200  # hits read from each index per query
-PER_ITEM = 4  # tokens of markup per packed item (as the engine's PER_MESSAGE)
+PER_ITEM = 1  # tokens of a packed item's line break (its label is counted with its text)
 KIND_WEIGHT = {"prompt": 1.0, "reply": 1.0, "summary": 0.9, "tool_call": 0.55, "tool_result": 0.5, "meta": 0.0}
-PAIR_SHARE = 0.85  # a question's answer (or an answer's question) scores this share of its hit
-PHRASE_BONUS = 0.25
-RECENCY = 0.05
-IMPORTANCE = 0.05
+PAIR_SHARE = 0.6  # a question's answer (or an answer's question) scores this share of its hit
+NEIGHBOUR_SHARE = (0.4, 0.2)  # the turns 1 and 2 away from one of the best hits: conversation is local
+NEIGHBOURS_OF = 30  # best hits whose neighbours come along
+COMMON = 0.25  # a term in more than this share of the messages (a speaker's name) boosts, not matches
+COMMON_BOOST = 1.15
+COMMON_FROM = 50  # messages a store needs before a term's share of them says anything
+FEEDBACK_FROM, FEEDBACK_TERMS, FEEDBACK_WEIGHT = 8, 6, 0.3  # pseudo-relevance feedback
+PHRASE_BONUS = 0.0
+RECENCY = 0.02
+IMPORTANCE = 0.02
 MAX_TERMS = 64  # a 50 KB pasted prompt is still one query: its rarest-looking terms
 MAX_ITEM_CHARS = 1200
 CJK_RAW = 6.0  # the raw relevance a message matching every CJK bigram of the question gets  # one packed item is at most this long (long turns are cut at a line end)
@@ -126,20 +132,34 @@ def fts_or(items):
 
 # -- ranking ----------------------------------------------------------------------------
 
-def candidates(store, query, pool=POOL):
+def candidates(store, query, pool=POOL, words=None):
     """{message id: (relevance in [0, 1], raw bm25 relevance)} from both indexes, each
-    normalised to its best hit; the raw value (-bm25) says how relevant in absolute terms."""
-    words, grams, _phrases = terms(query)
+    normalised to its best hit; the raw value (-bm25) says how relevant in absolute terms.
+
+    A word in more than COMMON of the messages (a speaker's name, the project's name)
+    does not pull in candidates when rarer words exist: it only boosts the hits that
+    contain it."""
+    w, grams, _phrases = terms(query)
+    words = w if words is None else words
     scores = {}
 
     def note(mid, rel, raw):
         old = scores.get(mid, (0.0, 0.0))
         scores[mid] = (max(old[0], rel), max(old[1], raw))
 
-    for index, items in (("words", words), ("trigrams", [g for g in grams if len(g) >= 3])):
+    common = []
+    n = store.count() if 1 < len(words) <= 16 else 0  # a long pasted prompt: its words are many enough
+    if n >= COMMON_FROM:
+        common = [x for x in words if store.match_count(_quote(x), int(COMMON * n) + 1) > COMMON * n]
+        if len(common) == len(words):
+            common = []
+    rare = [x for x in words if x not in common]
+    for index, items in (("words", rare), ("trigrams", [g for g in grams if len(g) >= 3])):
         if not items:
             continue
         hits = store.match(fts_or(items), pool, index=index)
+        if not hits and index == "words" and common:
+            hits, common = store.match(fts_or(words), pool, index=index), []  # the rarer words found nothing
         if not hits:
             continue
         best = -min(b for _i, b in hits) or 1.0
@@ -150,20 +170,18 @@ def candidates(store, query, pool=POOL):
         for m in store.search(g, pool):  # a substring scan: each bigram found adds to the score
             rel = min(1.0, scores.get(m.id, (0.0, 0.0))[0] + 0.6 / len(short))
             note(m.id, rel, CJK_RAW * rel)
+    if common and scores:
+        boosted = {mid for mid, _b in store.match(fts_or(common), len(scores) * 4 + 100)}
+        for mid in boosted & set(scores):
+            rel, raw = scores[mid]
+            scores[mid] = (min(1.0, rel * COMMON_BOOST), raw)
     return scores
 
 
-def rank(store, query, *, exclude=(), now=None, pool=POOL):
-    """[Hit] best first: relevance weighted by kind, phrases, recency, importance; with each
-    question's answer and each answer's question."""
-    scores = candidates(store, query, pool)
-    if not scores:
-        return []
+def _score(store, query, scores, msgs, newest, why="match"):
     words, grams, phrases = terms(query)
-    msgs = {m.id: m for m in store.messages(scores)}
-    newest = now or store.newest_ts() or time.time()
     hits = {}
-    for mid, (rel, raw) in scores.items():
+    for mid, (rel, _raw) in scores.items():
         m = msgs.get(mid)
         if m is None:
             continue
@@ -174,16 +192,65 @@ def rank(store, query, *, exclude=(), now=None, pool=POOL):
         bonus = PHRASE_BONUS * min(1.0, sum(1 for p in phrases if p in low) / 2) if phrases else 0.0
         age_days = max(0.0, (newest - (m.ts or newest)) / 86400)
         score = rel * weight + bonus + RECENCY / (1 + age_days / 30) + IMPORTANCE * (m.importance or 0.5)
-        hits[mid] = Hit(m, score, "match", coverage(low, words, grams) * weight)
-    # a question comes with its answer, an answer with its question
-    for h in sorted(hits.values(), key=lambda h: -h.score)[:60]:
+        hits[mid] = Hit(m, score, why, coverage(low, words, grams) * weight)
+    return hits
+
+
+def feedback_terms(query, hits):
+    """Pseudo-relevance feedback: words the best hits share that the question lacks."""
+    asked = set(terms(query)[0])
+    counts = {}
+    for h in hits[:FEEDBACK_FROM]:
+        for w in set(_WORD.findall(h.message.content.lower())):
+            if len(w) >= 4 and w not in _STOP_EN and w not in asked and not w.isdigit():
+                counts[w] = counts.get(w, 0) + 1
+    ranked = sorted((c, w) for w, c in counts.items() if c >= 2)
+    return [w for _c, w in sorted(ranked, key=lambda x: (-x[0], x[1]))[:FEEDBACK_TERMS]]
+
+
+def _keep(hits, h):
+    old = hits.get(h.message.id)
+    if old is None or old.score < h.score:
+        hits[h.message.id] = h
+
+
+def rank(store, query, *, exclude=(), now=None, pool=POOL):
+    """[Hit] best first: relevance weighted by kind, phrases, recency, importance; then
+    words the best hits share (pseudo-relevance feedback), each question's answer and
+    each answer's question, and the turns around the best hits."""
+    scores = candidates(store, query, pool)
+    if not scores:
+        return []
+    newest = now or store.newest_ts() or time.time()
+    msgs = {m.id: m for m in store.messages(scores)}
+    hits = _score(store, query, scores, msgs, newest)
+    best = sorted(hits.values(), key=lambda h: -h.score)
+    more = feedback_terms(query, best)
+    if more:
+        words = terms(query)[0]
+        extra = candidates(store, query, pool, words=words + more)
+        msgs.update((m.id, m) for m in store.messages(set(extra) - set(msgs)))
+        for mid, h in _score(store, query, extra, msgs, newest, "related").items():
+            if mid in hits:
+                hits[mid].score += h.score * FEEDBACK_WEIGHT * 0.5
+            else:
+                h.score *= FEEDBACK_WEIGHT
+                hits[mid] = h
+        best = sorted(hits.values(), key=lambda h: -h.score)
+    for h in best[:NEIGHBOURS_OF]:
         before, after = store.beside(h.message)
         pair = after if _is_question(h.message.content) else (before if before and _is_question(before.content)
                                                               else None)
         if pair is not None and KIND_WEIGHT.get(pair.kind, 0.5) > 0:
-            s = h.score * PAIR_SHARE
-            if pair.id not in hits or hits[pair.id].score < s:
-                hits[pair.id] = Hit(pair, s, "answer" if pair is after else "question", h.raw * PAIR_SHARE)
+            _keep(hits, Hit(pair, h.score * PAIR_SHARE, "answer" if pair is after else "question",
+                            h.raw))  # as relevant as what it answers
+        for side, first in ((0, before), (1, after)):
+            near = first
+            for share in NEIGHBOUR_SHARE:
+                if near is None or KIND_WEIGHT.get(near.kind, 0.5) <= 0:
+                    break
+                _keep(hits, Hit(near, h.score * share, "context", 0.0))
+                near = store.beside(near)[side] if share is not NEIGHBOUR_SHARE[-1] else None
     excluded = set(exclude)
     return sorted((h for h in hits.values() if h.message.id not in excluded), key=lambda h: (-h.score, h.message.id))
 
@@ -217,10 +284,6 @@ def _day(ts):
     return time.strftime("%Y-%m-%d", time.gmtime(ts or 0))
 
 
-def _clock(ts):
-    return time.strftime("%H:%M", time.gmtime(ts or 0))
-
-
 def item_text(m):
     text = m.content
     if len(text) > MAX_ITEM_CHARS:
@@ -228,7 +291,7 @@ def item_text(m):
         nl = cut.rfind("\n")
         text = (cut[:nl] if nl > MAX_ITEM_CHARS // 2 else cut) + " …"
     label = m.role if m.kind in ("prompt", "reply") else f"{m.role} ({m.kind}{', ' + m.tool if m.tool else ''})"
-    return f"{_clock(m.ts)} {label} #{m.id}: {text}"
+    return f"#{m.id} {label}: {text}"
 
 
 def pack(hits, budget, counter=estimate):

@@ -465,6 +465,14 @@ class Store(FactsTables, TasksTables, ConceptsTables, SessionTables):
         except sqlite3.OperationalError:
             return []
 
+    def match_count(self, expr, cap=100_000):
+        """How many messages match an FTS5 expression of the word index (at most *cap*)."""
+        try:
+            return self.db.execute("SELECT count(*) FROM (SELECT 1 FROM messages_words WHERE messages_words MATCH ? "
+                                   "LIMIT ?)", (expr, cap)).fetchone()[0]
+        except sqlite3.OperationalError:
+            return 0
+
     def messages(self, ids):
         """The messages with these ids, by id."""
         ids = list(ids)
