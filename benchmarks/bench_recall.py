@@ -3,7 +3,7 @@
 
     python3 benchmarks/bench_recall.py [--budget 2000] [--conv 26,30] [--limit N] [--exact]
                                        [--per-prompt] [--scale N [--scale-queries 20]]
-                                       [--misses] [--keep] [--ctxd-src DIR]
+                                       [--misses] [--keep] [--rev REV | --ctxd-src DIR]
 
 Data: the LoCoMo dev split in ../shared/data/locomo-dev/ (its README gives the
 metric). For each conversation:
