@@ -40,7 +40,8 @@ SECTIONS = ("Initial request", "Key technical points", "Files touched", "Errors 
 
 
 class Command:
-    __slots__ = ("id", "tool", "command", "ok", "exit_code", "passed", "failed", "error", "session", "key")
+    __slots__ = ("id", "tool", "command", "ok", "exit_code", "passed", "failed", "error", "session", "key",
+                 "stopped")
 
     def __init__(self, **kw):
         for k in self.__slots__:
@@ -283,10 +284,16 @@ def session_memory(store, root=None, *, session=None, scan=SCAN):
         mem.initial_id = first["id"]
         mem.ids.add(first["id"])
 
-    results = {}
+    results, stopped, since = {}, set(), {}
     for r in rows:
-        if r["kind"] == "tool_result" and r["call_id"]:
+        kind = r["kind"]
+        if kind == "tool_result" and r["call_id"]:
             results.setdefault((r["session"], r["call_id"]), r)
+            since.setdefault(r["session"], []).append((r["session"], r["call_id"]))
+        elif kind == "meta":  # an interrupt: the results since the last turn were the user stopping the calls
+            stopped.update(since.pop(r["session"], []))
+        elif kind in ("prompt", "reply"):
+            since.pop(r["session"], None)
 
     edits, last_edit, reads, workdirs, raw_paths = {}, {}, {}, [], []
     calls = []  # (row, data, result row)
@@ -364,7 +371,9 @@ def session_memory(store, root=None, *, session=None, scan=SCAN):
                         session=r["session"], key=(tool, tuple(paths)))
         else:
             continue
-        if c.ok is False:
+        if c.ok is False and (r["session"], r["call_id"]) in stopped:
+            c.stopped = True  # the user stopped it: not an error to fix
+        elif c.ok is False:
             c.error = error_line(out) or (f"exit code {exit_code}" if exit_code not in (None, 0) else "failed")
             if c.key not in open_errors:
                 open_errors[c.key] = c
@@ -414,6 +423,8 @@ def command_line(c):
         cmd += " …"
     if c.is_test:
         outcome = f"{c.passed or 0} passed, {c.failed or 0} failed"
+    elif c.stopped:
+        outcome = "stopped by the user"
     elif c.ok is None:
         outcome = "no result recorded"
     elif c.ok:

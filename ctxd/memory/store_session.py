@@ -16,21 +16,24 @@ class SessionTables:
     """Methods of Store for ctxd.memory.session; self.db is the connection."""
 
     def session_rows(self, limit=3000, session=None):
-        """The newest *limit* typed rows (prompt, reply, tool_call, tool_result, summary; never
-        meta), oldest first, as rows with id, session, kind, tool, call_id, subtype, data
-        (JSON text), ts, source and content (a tool result's cut to its head and tail)."""
+        """The newest *limit* typed rows (prompt, reply, tool_call, tool_result, summary; of meta
+        only interrupts: they tell a call the user stopped from one that failed), oldest first, as
+        rows with id, session, kind, tool, call_id, subtype, data (JSON text), ts, source and
+        content (a tool result's cut to its head and tail)."""
         cols = ("id, session, kind, role, tool, call_id, subtype, data, ts, source, output_path, "
                 "CASE WHEN kind = 'tool_result' AND length(content) > ? "
                 "THEN substr(content, 1, ?) || char(10) || substr(content, -?) ELSE content END AS content")
         marks = ",".join("?" * len(_TYPED))
         args = [RESULT_HEAD + RESULT_TAIL, RESULT_HEAD, RESULT_TAIL, *_TYPED]
         if session is None:
-            sql = f"SELECT {cols} FROM messages WHERE kind IN ({marks}) ORDER BY id DESC LIMIT ?"
+            sql = f"SELECT {cols} FROM messages WHERE kind IN ({marks}, 'meta') ORDER BY id DESC LIMIT ?"
         else:
-            sql = f"SELECT {cols} FROM messages WHERE kind IN ({marks}) AND session = ? ORDER BY id DESC LIMIT ?"
+            sql = (f"SELECT {cols} FROM messages WHERE kind IN ({marks}, 'meta') AND session = ? "
+                   "ORDER BY id DESC LIMIT ?")
             args.append(session)
         args.append(limit)
-        return list(reversed(self.db.execute(sql, args).fetchall()))
+        rows = self.db.execute(sql, args).fetchall()
+        return [r for r in reversed(rows) if r["kind"] != "meta" or r["subtype"] == "interrupt"]
 
     def first_prompt(self, session=None):
         """The first typed prompt (of *session*, else of the whole store) as a row, or None."""
