@@ -128,3 +128,16 @@ def test_any_prompt_text(prompt, project):
     p = run("claude", real("claude", "user_prompt_submit.json", project, prompt=prompt))
     text = injected(p)
     assert text is None or len(text) <= 10_000
+
+
+def test_gemini_prompt_is_stored_without_ctxd_own_injection(project):
+    """Headless Gemini puts the SessionStart context in front of the prompt as <hook_context>: the
+    stored prompt is what was typed, so it does not grow session after session."""
+    start = real("gemini", "session_start.json", project, session_id="g1")
+    ctx = json.loads(run("gemini", start).stdout)["hookSpecificOutput"]["additionalContext"]
+    typed = "create 2 hello world files"
+    for session in ("g1", "g2", "g3"):
+        wrapped = f"<hook_context>{ctx}</hook_context>\n\n{typed}"
+        run("gemini", real("gemini", "before_agent.json", project, session_id=session, prompt=wrapped))
+    prompts = stored_prompts(project)
+    assert prompts.count(typed) == 3 and not [p for p in prompts if "hook_context" in p]

@@ -14,7 +14,7 @@ Schema (README ".contextrc reference" documents it for users):
     [branch."release/*".env]            # applied while the git branch matches the glob
     [branch."release/*".path]
     [context]   store = "data"|"project"  model = "..."  budget = 8000
-                recall_budget = 1500  recall_threshold = 0.5  (per-prompt recall)
+                recall_budget = 1500  recall_threshold = 0.6  (per-prompt recall)
                 system = "..."  system_file = "docs/ai.md"
 """
 

@@ -156,12 +156,16 @@ PROMPT_EVENT = {"claude": "UserPromptSubmit", "codex": "UserPromptSubmit", "gemi
 
 def on_prompt(tool, payload):
     """Record the prompt as typed; return the earlier turns relevant to it (per-prompt recall)."""
-    text = _str(payload, "prompt")
+    from ctxd.memory import items
+
     session = _id(payload, "session_id")
+    # what the user typed: Gemini puts ctxd's own SessionStart context in front of it
+    rec = items.user_record(_str(payload, "prompt"), session=session, source=tool, dedup=None)
+    text = rec["content"]
+    rec["dedup"] = _prompt_key(tool, payload, session, text)
     with _memory(payload) as mem:
-        _record(mem, [dict(kind="prompt", content=text, session=session, source=tool,
-                           dedup=_prompt_key(tool, payload, session, text))], tool, session)
-        extra = mem.prompt_context(session, text)
+        _record(mem, [rec], tool, session)
+        extra = mem.prompt_context(session, text) if rec["kind"] == "prompt" else ""
     if not extra:
         return None
     if len(extra) > CONTEXT_LIMIT:  # Claude Code shows the model a preview of more than ~10K characters

@@ -33,7 +33,7 @@ from ctxd.memory.layout import MemoryPaths
 
 DEFAULT_BUDGET = 8000
 RECALL_BUDGET = 1500  # tokens: ctxd recall and per-prompt recall, unless [context] recall_budget says otherwise
-RECALL_THRESHOLD = 0.5  # relevance (share of the prompt's terms a turn contains) needed to inject it
+RECALL_THRESHOLD = 0.6  # relevance (share of the prompt's terms a turn contains) needed to inject it
 PROMPT_RECALL_SECONDS = 0.1  # per-prompt recall gives up (injects nothing) rather than take longer
 FACT_KINDS = ("preference", "requirement", "background", "todo")
 FACT_MAX = 500  # characters: a fact is one statement (the context shows ~220 of it)
