@@ -170,11 +170,13 @@ def candidates(store, query, pool=POOL, words=None):
         for m in store.search(g, pool):  # a substring scan: each bigram found adds to the score
             rel = min(1.0, scores.get(m.id, (0.0, 0.0))[0] + 0.6 / len(short))
             note(m.id, rel, CJK_RAW * rel)
-    if common and scores:
-        boosted = {mid for mid, _b in store.match(fts_or(common), len(scores) * 4 + 100)}
-        for mid in boosted & set(scores):
-            rel, raw = scores[mid]
-            scores[mid] = (min(1.0, rel * COMMON_BOOST), raw)
+    if common and scores:  # the candidates that also contain a common word (crude stems suffice here)
+        stems = [_stem(c) for c in common]
+        for m in store.messages(scores):
+            low = m.content.lower()
+            if any(st in low for st in stems):
+                rel, raw = scores[m.id]
+                scores[m.id] = (min(1.0, rel * COMMON_BOOST), raw)
     return scores
 
 
