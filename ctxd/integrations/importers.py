@@ -1228,10 +1228,6 @@ def parse_aider(f, ctx):
 
 # -- llm logs.db --------------------------------------------------------------------
 
-def _columns(db, table):
-    return {r[1] for r in db.execute(f"PRAGMA table_info([{table}])")}
-
-
 def _llm_part(row):
     """(kind, text or args, name, call id) of a part row of the message store (llm >= 0.32);
     kind is "text", "tool_call", "tool_result" or None (reasoning, empty attachments)."""
@@ -1295,20 +1291,6 @@ def _llm_message(h, role, parts, session, ts):
     return out + tools
 
 
-def _llm_legacy_tools(db, tables, table, value):
-    """response id -> [(row id, name, value, tool_call_id)] of llm's tool_calls / tool_results tables."""
-    if table not in tables:
-        return {}
-    cols = _columns(db, table)
-    if not {"id", "response_id"} <= cols:
-        return {}
-    sel = ", ".join(c if c in cols else "NULL" for c in ("response_id", "id", "name", value, "tool_call_id"))
-    out = {}
-    for rid, tid, name, val, cid in db.execute(f"SELECT {sel} FROM [{table}] ORDER BY id"):
-        out.setdefault(rid, []).append((tid, name, val, cid))
-    return out
-
-
 def parse_llm(path, ctx):
     """Rows of llm's logs.db: the message store (threads/messages/parts) and the legacy responses table.
 
@@ -1318,24 +1300,23 @@ def parse_llm(path, ctx):
     payload, tool_name). The legacy ``responses`` rows are imported too, except
     those also logged as turns (same id) during the dual-write releases.
     """
-    import sqlite3
-    from urllib.parse import quote
+    from ctxd.memory.store_llm import DatabaseError, LlmLogs
 
     try:
-        db = sqlite3.connect(f"file:{quote(os.path.abspath(path))}?mode=ro", uri=True)
-        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    except sqlite3.DatabaseError as e:
+        db = LlmLogs(path)
+    except DatabaseError as e:
         raise ImportFailed(f"{path}: not a readable SQLite database ({e})") from None
+    tables = db.tables
     try:
-        new = ({"threads", "messages", "parts"} <= tables and "hash" in _columns(db, "messages")
-               and "message_hash" in _columns(db, "parts"))
+        new = ({"threads", "messages", "parts"} <= tables and "hash" in db.columns("messages")
+               and "message_hash" in db.columns("parts"))
         if not new and "responses" not in tables:
             raise ImportFailed(f"{path}: not an llm logs.db (no responses or messages table)")
         total = 0
         if new:
-            total += db.execute("SELECT count(*) FROM threads").fetchone()[0]
+            total += db.count("threads")
         if "responses" in tables:
-            total += db.execute("SELECT count(*) FROM responses").fetchone()[0]
+            total += db.count("responses")
         done = 0
         size = ctx.size or 0
 
@@ -1346,32 +1327,29 @@ def parse_llm(path, ctx):
 
         turn_ids = set()
         if new:
-            tcols = _columns(db, "turns") if "turns" in tables else set()
+            tcols = db.columns("turns") if "turns" in tables else set()
             when_col = next((c for c in ("datetime_utc", "started_at", "created_at", "timestamp") if c in tcols), None)
             if "id" in tcols:
-                turn_ids = {r[0] for r in db.execute("SELECT id FROM turns")}
-            pcols = _columns(db, "parts")
+                turn_ids = db.turn_ids()
+            pcols = db.columns("parts")
             order = "position" if "position" in pcols else "rowid"
-            sel = ", ".join(c if c in pcols else "NULL" for c in ("type", "text", "payload", "tool_name"))
-            hcols = _columns(db, "threads")
-            thread_when = "datetime_utc" if "datetime_utc" in hcols else "NULL"
+            cols = [c if c in pcols else None for c in ("type", "text", "payload", "tool_name")]
+            hcols = db.columns("threads")
             emitted = set()  # forks share their first messages: each is imported with the first thread
-            for tid, tip, started in db.execute(
-                    f"SELECT id, tip_message_hash, {thread_when} FROM threads ORDER BY rowid").fetchall():
+            for tid, tip, started in db.threads("datetime_utc" if "datetime_utc" in hcols else None):
                 tick()
                 session = str(tid)
                 when = {}
                 if when_col and {"thread_id", "tip_message_hash"} <= tcols:
-                    pm = "parent_message_hash" if "parent_message_hash" in tcols else "NULL"
-                    for parent, tipm, w in db.execute(
-                            f"SELECT {pm}, tip_message_hash, {when_col} FROM turns WHERE thread_id = ?", (tid,)):
+                    pm = "parent_message_hash" if "parent_message_hash" in tcols else None
+                    for parent, tipm, w in db.turn_times(tid, pm, when_col):
                         for h in (parent, tipm):
                             if h and h not in when:
                                 when[h] = _ts(w)
                 chain, seen, h = [], set(), tip
                 while h and h not in seen:
                     seen.add(h)
-                    row = db.execute("SELECT parent_hash, role FROM messages WHERE hash = ?", (h,)).fetchone()
+                    row = db.message(h)
                     if row is None:
                         break
                     chain.append((h, row[1]))
@@ -1385,40 +1363,32 @@ def parse_llm(path, ctx):
                         continue
                     emitted.add(h)
                     role = role if role in ("user", "assistant", "system", "tool") else "user"
-                    parts = [(r[0], r[1:]) for r in db.execute(
-                        f"SELECT {order}, {sel} FROM parts WHERE message_hash = ? ORDER BY {order}", (h,))]
+                    parts = [(r[0], r[1:]) for r in db.parts(h, order, cols)]
                     yield from _llm_message(h, role, parts, session, ts)
         if "responses" in tables:
-            rcols = _columns(db, "responses")
-            sel = ", ".join(c if c in rcols else "NULL" for c in
-                            ("id", "prompt", "response", "conversation_id", "datetime_utc", "system"))
-            calls = _llm_legacy_tools(db, tables, "tool_calls", "arguments")
-            results = _llm_legacy_tools(db, tables, "tool_results", "output")
-            cur = db.execute(f"SELECT {sel} FROM responses ORDER BY rowid")
-            while True:
-                rows = cur.fetchmany(200)
-                if not rows:
-                    break
-                for rid, prompt, response, conv, when, system in rows:
-                    tick()
-                    if rid in turn_ids:
-                        continue
-                    session = str(conv) if conv else "llm"
-                    ts = _ts(when)
-                    if isinstance(system, str) and system.strip():
-                        yield _rec("meta", system, session, "llm", f"llm:{rid}:system", ts, subtype="system")
-                    for tcid, name, output, cid in results.get(rid, ()):  # sent with this prompt
-                        if isinstance(output, str) and output.strip():
-                            yield _result(output, session, "llm", f"llm:{rid}:tool_result:{tcid}", ts, tool=name,
-                                          call_id=cid)
-                    if isinstance(prompt, str) and prompt.strip():
-                        yield _user(prompt, session, "llm", f"llm:{rid}:user", ts)
-                    if isinstance(response, str) and response.strip():
-                        yield _rec("reply", response, session, "llm", f"llm:{rid}:assistant", ts)
-                    for tcid, name, args, cid in calls.get(rid, ()):  # what the model asked to run
-                        yield _call(name, args if args is not None else {}, session, "llm",
-                                    f"llm:{rid}:tool_call:{tcid}", ts, call_id=cid)
-    except sqlite3.DatabaseError as e:
+            calls = db.legacy_tools("tool_calls", "arguments")
+            results = db.legacy_tools("tool_results", "output")
+            for rid, prompt, response, conv, when, system in db.responses(
+                    ("id", "prompt", "response", "conversation_id", "datetime_utc", "system")):
+                tick()
+                if rid in turn_ids:
+                    continue
+                session = str(conv) if conv else "llm"
+                ts = _ts(when)
+                if isinstance(system, str) and system.strip():
+                    yield _rec("meta", system, session, "llm", f"llm:{rid}:system", ts, subtype="system")
+                for tcid, name, output, cid in results.get(rid, ()):  # sent with this prompt
+                    if isinstance(output, str) and output.strip():
+                        yield _result(output, session, "llm", f"llm:{rid}:tool_result:{tcid}", ts, tool=name,
+                                      call_id=cid)
+                if isinstance(prompt, str) and prompt.strip():
+                    yield _user(prompt, session, "llm", f"llm:{rid}:user", ts)
+                if isinstance(response, str) and response.strip():
+                    yield _rec("reply", response, session, "llm", f"llm:{rid}:assistant", ts)
+                for tcid, name, args, cid in calls.get(rid, ()):  # what the model asked to run
+                    yield _call(name, args if args is not None else {}, session, "llm",
+                                f"llm:{rid}:tool_call:{tcid}", ts, call_id=cid)
+    except DatabaseError as e:
         raise ImportFailed(f"{path}: cannot read it as an llm logs.db ({e})") from None
     finally:
         db.close()
