@@ -72,6 +72,11 @@ def export_command():
 
 
 class Shell:
+    """One shell's text. Callers: `ctxd hook` (hook), `ctxd export` (the
+    primitives, fast_leave, join), `ctxd setup` (rc_file, install_line,
+    rc_block, loads_hook), `ctxd doctor` (install_line, rc_candidates,
+    loads_hook, drop_state_command; bash: prompt_command_order)."""
+
     name = ""
     template = ""
     restore_fn = ""       # the function the export defines to undo itself
