@@ -309,9 +309,16 @@ class ProjectMemory:
         store = self.store(create=False)
         system, compact = self.system_block()
         llm = summarizer.load(self.context_dir) if summarizer.settings(self.project.config) else None
+        # a big imported backlog of facts is left to the detached `ctxd chat refresh` (started here
+        # when it lags), so the first context after importing 100,000 messages does not wait minutes
+        from ctxd.memory import render
+
         ctx = engine.assemble(store, budget=n, mode=mode, query=query, system=system, system_compact=compact,
-                              log_dir=self.context_dir, llm_summary=llm)
+                              log_dir=self.context_dir, llm_summary=llm, refresh_limit=render.REFRESH_LIMIT,
+                              root=self.root)
         ctx.budget_source = how
+        if engine.backlog(store):
+            summarizer.spawn_refresh(self.project, store)
         return ctx
 
     def summarizer_note(self):
