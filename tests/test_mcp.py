@@ -164,7 +164,7 @@ def test_tools_over_stdio(project):
 
             ctx = text(await c.call_tool("get_context", {"budget": 1500}))
             memory = section(ctx, "## Session memory")
-            assert "Always answer in British English" in section(memory, "**Requirements and preferences**", "\n**")
+            assert "Always answer in British English" in section(memory, "**Key technical points**", "\n**")
             assert "Rotate the staging certificates" in section(memory, "**Pending tasks**", "\n**")
             assert SECRET not in ctx
 

@@ -835,7 +835,10 @@ def to_messages(ctx):
     exact = getattr(ctx, "exact", True)
     recent = list(ctx.recent)
     msgs = build(recent)
-    while recent and ctx.budget and sum(ceiling(m["content"], exact=exact) + PER_MESSAGE for m in msgs) > ctx.budget:
+    def cost(msgs):  # the JSON as `ctxd context --format json` prints it
+        return ceiling(json.dumps(msgs, ensure_ascii=False, indent=2), exact=exact)
+
+    while recent and ctx.budget and cost(msgs) > ctx.budget:
         recent = recent[1:]
         msgs = build(recent)
     return msgs
