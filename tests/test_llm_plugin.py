@@ -234,3 +234,13 @@ def test_parse_argument():
         parse_argument(".?budget=100&model=gpt-4o")
     with pytest.raises(ValueError, match="at least 64"):
         parse_argument(".?budget=10")
+
+
+def test_q_recalls_the_turns_that_answer_it(project, echo_llm):
+    for i in range(40):  # push the planted turns out of the recent window
+        add_turn(project, "user", f"filler turn {i} about the weather and lunch")
+    r = run(echo_llm + ["-m", "ctxd-test-echo", "-f", f"ctxd:{project}?budget=300&q=when+is+the+cutover",
+                        "when?"], cwd=project.parent)
+    assert r.returncode == 0, r.stderr
+    query = [f for f in stored_fragments() if f["source"] == f"ctxd:{project}#query"]
+    assert len(query) == 1 and "2026-04-12" in query[0]["content"]

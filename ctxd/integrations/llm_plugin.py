@@ -13,7 +13,9 @@ The argument after ``ctxd:`` is a directory ("" or "." is the current one;
 
 - ``budget=N``: tokens for the whole context (at least 64);
 - ``model=M``: size the budget for that model's window (as ``ctxd context --model``);
-- ``mode=auto|zero|short|long|summary|hybrid`` (default auto).
+- ``mode=auto|zero|short|long|summary|hybrid`` (default auto);
+- ``q=QUESTION``: recall the turns that answer QUESTION into the context (as
+  ``ctxd context --query``), e.g. ``llm -f 'ctxd:.?q=when is the cutover' "..."``.
 
 Without them the budget is chosen as ``ctxd context`` chooses it: the
 project's ``[context] budget`` / ``model`` in .contextrc, else 8,000 tokens.
@@ -33,7 +35,7 @@ from urllib.parse import parse_qsl
 
 import llm
 
-OPTIONS = ("budget", "model", "mode")
+OPTIONS = ("budget", "model", "mode", "q")
 MODES = ("auto", "zero", "short", "long", "summary", "hybrid")
 
 
@@ -69,7 +71,7 @@ def parse_argument(argument):
     return (None if path in ("", ".") else os.path.abspath(os.path.expanduser(path))), options
 
 
-def fragments(path=None, *, budget=None, model=None, mode="auto"):
+def fragments(path=None, *, budget=None, model=None, mode="auto", q=None):
     """The project's context as a list of llm.Fragment (see the module docstring)."""
     from ctxd.memory import engine
     from ctxd.memory.core import ProjectMemory
@@ -80,7 +82,7 @@ def fragments(path=None, *, budget=None, model=None, mode="auto"):
         mem.budget_for(model, budget)
         if mem.count() == 0:
             raise ValueError(f"no conversation recorded for {mem.root} yet (ctxd chat add / import / install)")
-        ctx = mem.context(budget=budget, model=model, mode=mode)
+        ctx = mem.context(budget=budget, model=model, mode=mode, query=q or None)
     base = f"ctxd:{mem.root}"
     out = [llm.Fragment(f"{engine.TITLES[p.name]}:\n{p.text}", f"{base}#{p.name}") for p in ctx.parts]
     for m in ctx.recent:
@@ -103,7 +105,8 @@ def ctxd_loader(argument):
     The project's ctxd conversation context (facts, summary, recent turns) as fragments.
 
     ctxd:. (or ctxd:PATH) is the project holding that directory. Options after "?":
-    budget=N tokens, model=M (size for its window), mode=auto|zero|short|long|summary|hybrid.
+    budget=N tokens, model=M (size for its window), mode=auto|zero|short|long|summary|hybrid,
+    q=QUESTION (recall the turns that answer it).
     Example: llm -f 'ctxd:.?budget=4000' "what did we decide?"
     """
     from ctxd.errors import CtxdError
