@@ -499,14 +499,14 @@ def assemble(store, *, budget, mode="auto", query=None, system=None, system_comp
 
     from ctxd.memory import session as session_mod
 
-    mem = session_mod.session_memory(store, root)
+    # in summary and hybrid the facts carry the user's constraints: the memory does not repeat them
+    with_decisions = mode not in ("summary", "hybrid")
+    mem = session_mod.session_memory(store, root, decisions=with_decisions)
     if mem.initial_request and mem.initial_id:
         mem.initial_request = session_mod.clean(mark_stale(store, mem.initial_request, mem.initial_id), 600)
     ctx.memory = mem
     if mode != "zero" and (mode in ("summary", "hybrid") or mem.files or mem.commands or mem.todos):
-        # in summary and hybrid the facts carry the user's constraints: the memory does not repeat them
-        ctx.memory_sections = memory_sections(mem, int(budget * MEMORY_SHARE),
-                                              decisions=mode not in ("summary", "hybrid"))
+        ctx.memory_sections = memory_sections(mem, int(budget * MEMORY_SHARE), decisions=with_decisions)
         text = _sections_text(ctx.memory_sections)
         if text:
             p = Part("memory", text)

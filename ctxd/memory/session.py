@@ -269,8 +269,13 @@ def is_substantive(text):
 
 # -- building ----------------------------------------------------------------------------
 
-def session_memory(store, root=None, *, session=None, scan=SCAN):
-    """The SessionMemory of the newest *scan* typed rows (of *session*, else of every session)."""
+DECISION_PROMPTS = 40  # the newest prompts whose constraints and preferences are read
+
+
+def session_memory(store, root=None, *, session=None, scan=SCAN, decisions=True):
+    """The SessionMemory of the newest *scan* typed rows (of *session*, else of every session).
+    *decisions*: also read the user's constraints and preferences (of the newest
+    DECISION_PROMPTS prompts; a context that shows the facts has them already)."""
     rows = store.session_rows(scan, session=session)
     mem = SessionMemory()
     if session is None:  # the session of the newest request (a title or summary row may come after it)
@@ -298,6 +303,9 @@ def session_memory(store, root=None, *, session=None, scan=SCAN):
     edits, last_edit, reads, workdirs, raw_paths = {}, {}, {}, [], []
     calls = []  # (row, data, result row)
     seen_requests = set()
+    prompts = [r["id"] for r in rows if r["kind"] == "prompt"]
+    read_from = prompts[-DECISION_PROMPTS] if decisions and len(prompts) >= DECISION_PROMPTS else \
+        (0 if decisions else float("inf"))
     for r in rows:
         kind = r["kind"]
         if kind == "prompt":
@@ -305,6 +313,8 @@ def session_memory(store, root=None, *, session=None, scan=SCAN):
             if text and text not in seen_requests:
                 seen_requests.add(text)
                 mem.requests.append((r["id"], clean(r["content"], MAX_REQUEST)))
+            if r["id"] < read_from:
+                continue
             for tag, kinds, s, _norm, _topic, _prio in facts_mod.extract(r["id"], r["ts"], "user", r["content"]):
                 if tag in ("requirement", "preference") and not facts_mod.is_filler(s):
                     line = clean(s, 300)
