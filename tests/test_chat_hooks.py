@@ -233,10 +233,18 @@ def test_claude_events_ctxd_does_not_use_are_ignored(project):
     assert r.stderr == b"" and messages(project) == [] and log_text() == ""
 
 
-def test_claude_stop_without_transcript_file_logs_and_exits_0(project, tmp_path):
+def test_claude_stop_before_the_transcript_exists_is_nothing_yet(project, tmp_path):
+    """Claude Code can fire Stop before it has written the transcript: not an error."""
     r = hook("claude", payload("claude", "stop.json", project, tmp_path / "gone.jsonl"))
     ok_quiet(r)
-    assert "chat hook claude" in log_text() and "gone.jsonl" in log_text()
+    assert r.stderr == b"" and log_text() == "" and messages(project) == []
+
+
+def test_claude_stop_with_a_transcript_path_that_is_a_directory_logs_and_exits_0(project, tmp_path):
+    (tmp_path / "adir.jsonl").mkdir()
+    r = hook("claude", payload("claude", "stop.json", project, tmp_path / "adir.jsonl"))
+    ok_quiet(r)
+    assert "chat hook claude" in log_text() and "adir.jsonl" in log_text()
 
 
 # -- Gemini CLI ----------------------------------------------------------------------------

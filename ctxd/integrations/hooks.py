@@ -188,8 +188,11 @@ def on_transcript(tool, payload):
     if not isinstance(path, str) or not path:
         return None
     path = os.path.expanduser(path)
+    if not os.path.exists(path):
+        # Claude Code can fire Stop before it has written the transcript: nothing yet, not an error.
+        return None
     if not os.path.isfile(path):
-        raise HookError(f"the transcript {path} does not exist")
+        raise HookError(f"the transcript {path} is not a file")
     with _memory(payload) as mem:  # imported batch by batch: a long import never holds the lock
         added, _malformed = mem.import_transcript(path, tool)
         gone = _reconcile(mem, tool, _id(payload, "session_id")) if added else 0
