@@ -1,8 +1,8 @@
 """Console-script entry point.
 
 ``ctxd export`` is the hot path (every directory change), so it is dispatched
-here before click or anything heavy is imported, and so is ``ctxd chat hook``
-(AI CLIs run it on every prompt); every other command goes to the click app
+here before click or anything heavy is imported, and so are ``ctxd chat hook``
+(AI CLIs run it on every prompt) and ``ctxd recall``; every other command goes to the click app
 in ``ctxd.cli``. Every one of them maps its errors through ``ctxd.boundary``.
 """
 
@@ -18,6 +18,10 @@ def main():
         from ctxd.integrations.hooks import main as hook_main  # AI CLI hooks: no click either
 
         sys.exit(hook_main(sys.argv[3:]))
+    if len(sys.argv) > 1 and sys.argv[1] == "recall":
+        from ctxd.recall_entry import recall_main  # AI tools may run it on every question: no click
+
+        recall_main(sys.argv[2:])  # exits, unless --help or a usage error is click's to print
     from ctxd.cli import main as cli_main
 
     cli_main()

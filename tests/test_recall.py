@@ -158,3 +158,20 @@ def test_recall_on_a_corrupt_store_is_one_line(tmp_path):
     p = _ctxd("recall", "hello", cwd=proj, env=env)
     assert p.returncode != 0 and p.stderr.count("\n") == 1 and p.stderr.startswith("ctxd: ")
     assert "Traceback" not in p.stderr
+
+
+def test_ctxd_recall_starts_without_click(tmp_path):
+    """An AI tool may run `ctxd recall` on every question: _entry dispatches it before the click app."""
+    proj = tmp_path / "proj"
+    (proj / ".git").mkdir(parents=True)
+    code = ("import sys, atexit; atexit.register(lambda: print('heavy:', sorted(m for m in ('click', 'psutil', "
+            "'shellingham') if m in sys.modules))); sys.argv = ['ctxd', 'recall', 'anything', '--json']; "
+            "from ctxd._entry import main; main()")
+    p = subprocess.run([sys.executable, "-c", code], cwd=proj, env=dict(os.environ, PWD=str(proj)),
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout.split("heavy:")[0])["items"] == []
+    assert p.stdout.strip().endswith("heavy: []")
+    help_ = subprocess.run([sys.executable, "-m", "ctxd", "recall", "--help"], capture_output=True, text=True,
+                           timeout=60)
+    assert help_.returncode == 0 and "Usage: ctxd recall" in help_.stdout  # click still owns the help

@@ -1,7 +1,5 @@
 """ctxd recall: the recorded turns that answer a question, ranked and packed to a budget."""
 
-import json
-
 import click
 
 
@@ -17,11 +15,6 @@ def recall(query, budget, json_):
     stemmed, Chinese by characters) are matched in any order, whole phrases count
     more, a question comes with its answer. Each turn is shown with its date.
     """
-    from ctxd.memory.core import ProjectMemory
+    from ctxd.recall_entry import run
 
-    with ProjectMemory.at() as mem:
-        r = mem.recall(query, budget)
-    if json_:
-        click.echo(json.dumps(r.to_json(), ensure_ascii=False, indent=1))
-    elif r.text:
-        click.echo(r.text)
+    run(query, budget, json_)
