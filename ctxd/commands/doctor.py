@@ -444,15 +444,10 @@ def check_log(environ, now=None):
 
 def _entry_time(line):
     """The UTC time of a log entry header (`--- 2026-11-30T07:00:00Z where ...`), or None."""
-    import calendar
+    from ctxd.isotime import parse
 
     parts = line.split()
-    if len(parts) >= 2:
-        try:
-            return calendar.timegm(time.strptime(parts[1], "%Y-%m-%dT%H:%M:%SZ"))
-        except ValueError:
-            return None
-    return None
+    return parse(parts[1]) if len(parts) >= 2 and parts[1][:1].isdigit() else None
 
 
 def run_checks(environ=None):
