@@ -45,6 +45,7 @@ from _common import REPO, isolated_env  # noqa: E402
 DATA = os.path.join(os.path.dirname(REPO), "shared", "data", "real-transcripts")
 BUDGET = 4000
 TARGETS = {"files": 0.8, "requests": 0.8, "commits": 0.6, "todos": 0.8}
+SRC = None  # --ctxd-src: measure another ctxd checkout
 
 
 # -- ground truth, from the raw lines --------------------------------------------------------
@@ -233,6 +234,8 @@ def run(path, keep=False, show=False):
         with open(os.path.join(proj, ".contextrc"), "w", encoding="utf-8") as f:
             f.write("# session memory benchmark project\n")
         env = isolated_env(tmp, proj)
+        if SRC:
+            env["PYTHONPATH"] = SRC
         for args in (["allow", proj], ["chat", "import", path]):
             p = ctxd(args, env, proj)
             if p.returncode != 0:
@@ -291,7 +294,10 @@ def main():
     ap.add_argument("--show", action="store_true", help="print each output")
     ap.add_argument("--noise", action="store_true", help="print every noise line found")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--ctxd-src", help="measure the ctxd in this checkout (e.g. an older commit's tree)")
     a = ap.parse_args()
+    global SRC
+    SRC = os.path.abspath(a.ctxd_src) if a.ctxd_src else None
     files = sorted(glob.glob(os.path.join(a.data, "claude", "*.jsonl"))) + \
         sorted(glob.glob(os.path.join(a.data, "claude", "daaain", "*.jsonl"))) + \
         sorted(glob.glob(os.path.join(a.data, "codex", "*.jsonl")))
