@@ -233,6 +233,8 @@ def test_a_question_is_a_fact_while_it_is_open(store):
     ("go test ./...", "ok  \texample.com/a\t0.01s\n--- FAIL: TestB (0.00s)\nFAIL\texample.com/b\t0.02s", (1, 2)),
     ("cargo test", "test result: ok. 7 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out", (7, 0)),
     ("ls -la", "total 0", (None, None)),
+    ("cat notes.txt", "All 3 passed the review; 1 failed to show up.", (None, None)),  # not a test run
+    ("cat .pytest.log", "====== 3 passed, 1 failed in 0.12s ======", (3, 1)),  # a runner's summary line
 ])
 def test_test_counts(command, output, counts):
     assert session.test_counts(command, output) == counts

@@ -142,7 +142,7 @@ def _relative(p, anchor):
 
 
 # test output: what the runners print as their summary
-_PYTEST = re.compile(r"(?m)^=*\s*(?:(\d+) failed)?[, ]*(?:(\d+) passed)?[^\n]*\bin [\d.]+s")
+_PYTEST_SUMMARY = re.compile(r"^=+ .*\b\d+ (?:passed|failed)\b.* in [\d.]+m?s\b.*=+\s*$")
 _PASSED = re.compile(r"\b(\d+) passed\b")
 _FAILED = re.compile(r"\b(\d+) failed\b")
 _JEST = re.compile(r"(?m)^\s*Tests:?\s+(.*)$")
@@ -154,7 +154,9 @@ _TEST_CMD = re.compile(r"\b(?:pytest|py\.test|jest|vitest|go test|cargo test|npm
 
 
 def test_counts(command, output):
-    """(passed, failed) a test run's output states, or (None, None)."""
+    """(passed, failed) a test run's output states, or (None, None). The runners' own summary
+    lines are read anywhere (cargo's "test result:", jest/vitest's "Tests:", pytest's "=== N passed
+    in 0.1s ==="); a bare "N passed" only when the command runs tests."""
     output = output or ""
     m = _CARGO.findall(output)
     if m:
@@ -166,10 +168,11 @@ def test_counts(command, output):
         if p or f:
             return int(p.group(1)) if p else 0, int(f.group(1)) if f else 0
     tail = output[-3000:]
-    if _PASSED.search(tail) or _FAILED.search(tail):
-        lines = [l for l in tail.splitlines() if _PASSED.search(l) or _FAILED.search(l)]
-        line = lines[-1]
-        p, f = _PASSED.search(line), _FAILED.search(line)
+    runs_tests = bool(command and _TEST_CMD.search(command))
+    lines = [l for l in tail.splitlines() if (_PASSED.search(l) or _FAILED.search(l))
+             and (runs_tests or _PYTEST_SUMMARY.search(l))]
+    if lines:
+        p, f = _PASSED.search(lines[-1]), _FAILED.search(lines[-1])
         return int(p.group(1)) if p else 0, int(f.group(1)) if f else 0
     if command and re.search(r"\bgo test\b", command):
         ok, fail = len(_GO_OK.findall(output)), len(_GO_FAIL.findall(output))
@@ -363,9 +366,7 @@ def session_memory(store, root=None, *, session=None, scan=SCAN, decisions=True)
         exit_code = rd.get("exit_code") if rd else None
         out = res["content"] if res is not None else ""
         if cmd:
-            passed, failed = test_counts(cmd, out) if (_TEST_CMD.search(cmd) or res is not None) else (None, None)
-            if passed is None and not _TEST_CMD.search(cmd):
-                passed = failed = None
+            passed, failed = test_counts(cmd, out) if res is not None else (None, None)
             ok = res is not None and not is_error and exit_code in (None, 0) and not failed
             c = Command(id=r["id"], tool=tool, command=cmd, ok=ok if res is not None else None, exit_code=exit_code,
                         passed=passed, failed=failed, session=r["session"], key=_command_key(cmd))
