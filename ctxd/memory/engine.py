@@ -1,6 +1,9 @@
 """The context engine: a token-budgeted context that keeps every fact that matters.
 
 Parts, in order of what survives a tight budget:
+0. the session memory (ctxd.memory.session): requests, edited files, commands and test runs,
+   commits, errors and their fixes, todos, built from the typed events; rendered with the
+   facts in the 9-part layout (session.SECTIONS);
 1. facts: extracted verbatim from every message (ctxd.memory.facts), merged
    incrementally into the store (a watermark: each message is read once), the
    newest statement about a topic superseding older ones, duplicates dropped;
@@ -9,7 +12,11 @@ Parts, in order of what survives a tight budget:
    from the source messages (never from an earlier summary), cached by the
    range of messages it covers;
 4. recent turns verbatim, newest first until the budget is spent (+4 tokens
-   per message), always at least the last 2.
+   per message), always at least the last 2: prompts, replies, summaries and one line
+   per tool call, never a tool's raw output or what a CLI injected.
+
+Every output format is cut to the budget (``fit``): a hard cap, counted with
+tokens.ceiling (exact with the tokens extra, never low without it).
 
 Modes: zero (only the last input), short (a few recent turns), long (as many
 recent turns as fit), summary (facts + summary + the last input), hybrid
