@@ -157,6 +157,14 @@ def test_context_never_exceeds_its_budget_on_hex_heavy_text(hex_project, budget)
     assert "REDACTED_TEXT" in p.stdout  # not an empty answer
 
 
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_every_format_keeps_the_budget(hex_project, fmt):
+    for budget in (64, 700):
+        p = ctxd("context", "--budget", str(budget), "--format", fmt, "--mode", "hybrid", cwd=hex_project)
+        assert p.returncode == 0, p.stderr
+        assert tokens.count(p.stdout) <= budget + 1  # + the newline click.echo adds to json
+
+
 def test_session_start_injection_stays_under_10000_characters(hex_project):
     payload = json.dumps({"session_id": "new", "transcript_path": str(hex_project / "none.jsonl"),
                           "cwd": str(hex_project), "hook_event_name": "SessionStart", "source": "startup"})

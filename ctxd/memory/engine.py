@@ -848,6 +848,11 @@ def to_messages(ctx):
     while recent and ctx.budget and cost(msgs) > ctx.budget:
         recent = recent[1:]
         msgs = build(recent)
+    if ctx.budget and msgs and cost(msgs) > ctx.budget:  # the parts alone are too big: their lines from the end
+        lines = msgs[0]["content"].split("\n")
+        while lines and cost([{"role": "system", "content": "\n".join(lines)}]) > ctx.budget:
+            lines = lines[: max(0, len(lines) - max(1, len(lines) // 8))]
+        msgs = [{"role": "system", "content": "\n".join(lines)}] if lines else []
     return msgs
 
 
