@@ -35,8 +35,11 @@ from ctxd.memory.tokens import estimate
 from ctxd.isotime import format_utc
 
 RESERVE = 4096
-QUERY_SHARE = 0.6  # of the budget, for the turns recalled for --query
-QUERY_FACTS_SHARE = 0.2  # of the budget, for facts, when a query is given
+# With --query the question decides what matters: nearly all of the budget goes to the turns
+# recall finds for it (LoCoMo dev at 2,000 tokens: 75 % of the evidence at 0.6, 81 % at 0.9)
+QUERY_SHARE = 0.9  # of the budget, for the turns recalled for --query
+QUERY_FACTS_SHARE = 0.05  # of the budget, for facts, when a query is given
+QUERY_MEMORY_SHARE = 0.05  # of the budget, for the session memory, when a query is given
 PER_MESSAGE = 4
 MODES = ("zero", "short", "long", "summary", "hybrid")
 REFERENCE = re.compile(r"(?i)\b(?:that|it|this|those|these|earlier|above|before|previous(?:ly)?|as (?:i|we) said|"
@@ -513,7 +516,8 @@ def assemble(store, *, budget, mode="auto", query=None, system=None, system_comp
         mem.initial_request = session_mod.clean(mark_stale(store, mem.initial_request, mem.initial_id), 600)
     ctx.memory = mem
     if mode != "zero" and (mode in ("summary", "hybrid") or mem.files or mem.commands or mem.todos):
-        ctx.memory_sections = memory_sections(mem, int(budget * MEMORY_SHARE), decisions=with_decisions)
+        ctx.memory_sections = memory_sections(mem, int(budget * (QUERY_MEMORY_SHARE if query else MEMORY_SHARE)),
+                                              decisions=with_decisions)
         text = _sections_text(ctx.memory_sections)
         if text:
             p = Part("memory", text)
