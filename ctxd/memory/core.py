@@ -441,7 +441,7 @@ class ProjectMemory:
             return []
         store = self.store(create=False)
         engine.refresh_facts(store)
-        return engine.live_facts(store, limit)
+        return engine.live_facts(store, limit, answered=False)
 
     # -- working memory -------------------------------------------------------------
     def task_start(self, name):
