@@ -618,7 +618,9 @@ def test_install_codex_project_writes_hooks_json_only(project, isolated_paths):
     for [g] in mine.values():
         assert g["hooks"][0]["timeout"] == 30 and g["hooks"][0]["command"].endswith(" chat hook codex")
     assert not (isolated_paths / ".codex" / "config.toml").exists()
-    assert "codex_hooks" in r.stdout  # the feature flag is not on: say so
+    # Codex 0.171: the feature is `hooks`, on by default (never recommend the deprecated codex_hooks);
+    # the folder and each hook must be trusted before Codex runs them: say so, with the step
+    assert "codex_hooks" not in r.stdout and "/hooks" in r.stdout and "trust the folder" in r.stdout
 
 
 def test_install_codex_user_adds_notify_keeping_comments(project, isolated_paths):
@@ -627,7 +629,7 @@ def test_install_codex_user_adds_notify_keeping_comments(project, isolated_paths
     cfg.write_text(CODEX_CONFIG)
     r = install("codex", "--user", cwd=project)
     assert r.returncode == 0, r.stderr
-    assert "codex_hooks" not in r.stdout  # already enabled
+    assert "`codex_hooks` under [features]" in r.stdout and "deprecated" in r.stdout  # the old name: say so
     text = cfg.read_text()
     doc = tomllib.loads(text)
     assert doc["notify"][1:] == ["chat", "hook", "codex-notify"] and os.path.isabs(doc["notify"][0])

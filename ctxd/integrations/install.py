@@ -457,16 +457,53 @@ def uninstall_notify(path):
     return "removed"
 
 
-def _codex_hooks_enabled(environ=None):
+def codex_hook_notes(scope, root=None, environ=None):
+    """What stands between ctxd's entries in a Codex hooks.json and Codex running them
+    (Codex 0.171): lines to show the user, each with the one step that fixes it.
+
+    The feature is ``[features] hooks`` (stable, on by default); ``codex_hooks`` is
+    its deprecated name, which makes Codex warn on every run. Project hooks are read
+    only in a folder Codex trusts. And Codex runs a new or changed hook only once the
+    user has trusted it (``/hooks`` in the TUI records a hash of the entry in
+    config.toml); until then it skips the hook silently. ctxd does not trust its
+    own hooks for the user: that review is the user's.
+    """
     import tomllib
 
+    cfg = codex_config_path(environ)
     try:
-        with open(codex_config_path(environ), "rb") as f:
+        with open(cfg, "rb") as f:
             doc = tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError):
-        return False
-    features = doc.get("features")
-    return isinstance(features, dict) and features.get("codex_hooks") is True
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        doc = {}
+    features = doc.get("features") if isinstance(doc.get("features"), dict) else {}
+    notes = []
+    if "codex_hooks" in features:
+        notes.append(f"ctxd: note: `codex_hooks` under [features] in {cfg} is deprecated (Codex warns on every "
+                     f"run): the feature is `hooks`, on by default; remove the line")
+    if features.get("hooks") is False or ("hooks" not in features and features.get("codex_hooks") is False):
+        notes.append(f"ctxd: note: hooks are turned off in {cfg}: set `hooks = true` under [features]")
+    if scope == "project" and root and not _codex_trusts(doc, root):
+        notes.append(f"ctxd: note: Codex reads {os.path.join(root, '.codex')} only in a folder it trusts: run "
+                     f"`codex` in {root} once and trust the folder")
+    notes.append("ctxd: note: Codex runs a new or changed hook only once you trust it: run `codex`, type /hooks "
+                 "and trust ctxd's entries (until then it skips them silently)")
+    return notes
+
+
+def _codex_trusts(doc, root):
+    """Whether config.toml's [projects] marks *root* or a folder above it trusted."""
+    projects = doc.get("projects") if isinstance(doc.get("projects"), dict) else {}
+    here = os.path.realpath(root)
+    while True:
+        for key in {here, os.path.abspath(here)}:
+            entry = projects.get(key)
+            if isinstance(entry, dict) and entry.get("trust_level") == "trusted":
+                return True
+        parent = os.path.dirname(here)
+        if parent == here:
+            return False
+        here = parent
 
 
 # -- the operations ------------------------------------------------------------------
@@ -503,9 +540,8 @@ def install(tool, scope, root=None, program=None, environ=None):
         else:
             install_notify(cfg, program + ["chat", "hook", "codex-notify"])
             out.append(f"ctxd: Codex notify {'set' if status == 'added' else 'updated'} in {cfg}")
-    if tool == "codex" and not _codex_hooks_enabled(environ):
-        out.append(f"ctxd: note: Codex runs hooks.json only with `codex_hooks = true` under [features] in "
-                   f"{codex_config_path(environ)}")
+    if tool == "codex":
+        out.extend(codex_hook_notes(scope, root, environ))
     return out
 
 
