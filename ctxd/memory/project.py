@@ -6,13 +6,14 @@ from ctxd import paths
 
 
 class Project:
-    __slots__ = ("root", "context_dir", "settings", "config")
+    __slots__ = ("root", "context_dir", "settings", "config", "secrets")
 
-    def __init__(self, root, context_dir, settings, config):
+    def __init__(self, root, context_dir, settings, config, secrets=None):
         self.root = root
         self.context_dir = context_dir
         self.settings = settings  # merged trusted .contextrc [context] table
         self.config = config  # parsed config.toml (with "raw")
+        self.secrets = secrets or {}  # {NAME: value} trusted .contextrc files set whose names look secret
 
 
 def _git_root(start):
@@ -47,7 +48,9 @@ def locate(cwd=None, environ=None):
     for name, value, _src, _o in plan.sets:
         if name == "CTXD_CONTEXT_DIR":
             ctx_dir = value
-    return Project(root, ctx_dir or paths.context_dir(root, environ), plan.context, cfg)
+    from ctxd.memory.redact import secret_env
+
+    return Project(root, ctx_dir or paths.context_dir(root, environ), plan.context, cfg, secret_env(plan))
 
 
 def exclude_from_git(project):
@@ -76,7 +79,8 @@ def open_store(project, *, redact=True, create=True):
 
     raw = project.config.get("raw", {}) if isinstance(project.config, dict) else {}
     threshold = (raw.get("store") or {}).get("offload_threshold", DEFAULT_OFFLOAD) if isinstance(raw, dict) else DEFAULT_OFFLOAD
-    redactor = redact_mod.from_config(raw) if redact else None
+    # the values ctxd itself sets from trusted .contextrc files whose names look secret go too
+    redactor = redact_mod.from_config(raw, env=getattr(project, "secrets", None)) if redact else None
     if create:
         exclude_from_git(project)
     return Store(project.context_dir, redactor=redactor, offload_threshold=int(threshold), create=create)

@@ -1,0 +1,278 @@
+"""Redaction: every common secret kind, the values a trusted .contextrc sets, and how often the
+rules fire on real transcripts (false positives).
+
+The samples are built at run time from pieces, so no secret-looking literal sits in the repository
+(secret scanners, push protection). Each is shaped like the real thing (lengths, alphabets).
+"""
+
+import json
+import os
+import random
+import sqlite3
+import string
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxd.memory.redact import Redactor, from_config, looks_secret
+
+REAL = Path(__file__).parent / "contracts" / "real"
+_rng = random.Random(12)
+
+
+def rand(n, alphabet=string.ascii_letters + string.digits):
+    return "".join(_rng.choice(alphabet) for _ in range(n))
+
+
+B64 = string.ascii_letters + string.digits + "+/"
+STRIPE_LIVE = "sk_" + "live_" + rand(24)
+STRIPE_TEST = "sk_" + "test_" + rand(24)
+STRIPE_RESTRICTED = "rk_" + "live_" + rand(24)
+AWS_ID = "AK" + "IA" + rand(16, string.ascii_uppercase + string.digits)
+AWS_STS_ID = "AS" + "IA" + rand(16, string.ascii_uppercase + string.digits)
+AWS_SECRET = rand(40, B64)
+HF = "hf" + "_" + rand(34)
+GITLAB = "gl" + "pat-" + rand(20, string.ascii_letters + string.digits + "_-")
+NPM = "np" + "m_" + rand(36)
+SLACK_BOT = "xo" + "xb-" + rand(12, string.digits) + "-" + rand(13, string.digits) + "-" + rand(24)
+SLACK_USER = "xo" + "xp-" + rand(12, string.digits) + "-" + rand(24)
+SLACK_HOOK = ("https://hooks." + "slack.com/services/T" + rand(8, string.ascii_uppercase + string.digits) + "/B"
+              + rand(10, string.ascii_uppercase + string.digits) + "/" + rand(24))
+
+
+def _b64url(obj):
+    import base64
+
+    return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
+
+
+JWT = (_b64url({"alg": "HS256", "typ": "JWT"}) + "." + _b64url({"sub": "1234567890", "name": "Ada", "iat": 1516239022})
+       + "." + rand(43, string.ascii_letters + string.digits + "-_"))
+PEM_BODY = "\n".join(rand(64, B64) for _ in range(6))
+PEM = "-----BEGIN " + "RSA PRIVATE KEY-----\n" + PEM_BODY + "\n-----END " + "RSA PRIVATE KEY-----"
+KEY_ID = rand(40, "0123456789abcdef")
+SERVICE_ACCOUNT = json.dumps({
+    "type": "service_account", "project_id": "demo-project", "private_key_id": KEY_ID,
+    "private_key": "-----BEGIN " + "PRIVATE KEY-----\n" + PEM_BODY + "\n-----END " + "PRIVATE KEY-----\n",
+    "client_email": "ci@demo-project.iam.gserviceaccount.com", "client_id": "1234567890"}, indent=2)
+PASSWORD = "Tr0ub4dor&3x"
+
+
+# (text, {kind: count}, secrets that must be gone, text that must stay)
+CASES = [
+    ("charge with " + STRIPE_LIVE + " now", {"stripe-key": 1}, [STRIPE_LIVE], ["charge with ", " now"]),
+    ("STRIPE_KEY is " + STRIPE_TEST, {"stripe-key": 1}, [STRIPE_TEST], []),
+    ("restricted " + STRIPE_RESTRICTED, {"stripe-key": 1}, [STRIPE_RESTRICTED], []),
+    ("id " + AWS_ID + " and " + AWS_STS_ID, {"aws-access-key": 2}, [AWS_ID, AWS_STS_ID], []),
+    ("[default]\naws_access_key_id = " + AWS_ID + "\naws_secret_access_key = " + AWS_SECRET + "\n",
+     {"aws-access-key": 1, "aws-secret-key": 1}, [AWS_ID, AWS_SECRET], ["aws_secret_access_key = "]),
+    ("export AWS_SECRET_ACCESS_KEY=" + AWS_SECRET, {"aws-secret-key": 1}, [AWS_SECRET], ["AWS_SECRET_ACCESS_KEY="]),
+    ('{"SecretAccessKey": "' + AWS_SECRET + '"}', {"aws-secret-key": 1}, [AWS_SECRET], ['"SecretAccessKey": "']),
+    ("HF_TOKEN=" + HF, {"huggingface-token": 1}, [HF], ["HF_TOKEN="]),
+    ("git clone https://oauth2:" + GITLAB + "@gitlab.com/g/p.git", {"gitlab-token": 1}, [GITLAB], []),
+    ("Authorization: " + JWT, {"jwt": 1}, [JWT, JWT.split(".")[2]], ["Authorization: "]),
+    ("curl -X POST -d @msg.json " + SLACK_HOOK, {"slack-webhook": 1}, [SLACK_HOOK.rsplit("/", 1)[1]],
+     ["curl -X POST -d @msg.json "]),
+    ("bot " + SLACK_BOT + " user " + SLACK_USER, {"slack-token": 2}, [SLACK_BOT, SLACK_USER], []),
+    ("//registry.npmjs.org/:_authToken=" + NPM, {"npm-token": 1}, [NPM], []),
+    (SERVICE_ACCOUNT, {"private-key": 1, "private-key-id": 1}, [KEY_ID, PEM_BODY.split("\n")[0]],
+     ['"client_email": "ci@demo-project.iam.gserviceaccount.com"']),
+    ("key:\n" + PEM + "\nend", {"private-key": 1}, [PEM_BODY.split("\n")[3]], ["key:\n", "\nend"]),
+    ("a truncated paste: -----BEGIN " + "PRIVATE KEY-----\n" + PEM_BODY[:200], {"private-key": 1},
+     [PEM_BODY[:60]], ["a truncated paste: "]),
+    ("password=" + PASSWORD + " ok", {"password": 1}, [PASSWORD], ["password=", " ok"]),
+    ("DB_PASSWORD: " + PASSWORD, {"password": 1}, [PASSWORD], ["DB_PASSWORD: "]),
+    ('{"password": "' + PASSWORD + '", "user": "ada"}', {"password": 1}, [PASSWORD], ['"user": "ada"']),
+    ("PASSWORD: x", {"password": 1}, [": x"], []),
+    ('client_secret = "' + rand(32) + '"', {"secret": 1}, [], ['client_secret = "[REDACTED:secret]"']),
+    ("SECRET=" + rand(20), {"secret": 1}, [], ["SECRET=[REDACTED:secret]"]),
+    ("token=" + rand(30) + "&user=ada", {"token": 1}, [], ["token=[REDACTED:token]&user=ada"]),
+    ('api_key="' + rand(32) + '"', {"api-key": 1}, [], ['api_key="[REDACTED:api-key]"']),
+    ("openai.api_key = '" + rand(20) + "'", {"api-key": 1}, [], ["openai.api_key = '[REDACTED:api-key]'"]),
+    ("postgres://app:" + PASSWORD.replace("&", "x") + "@db.internal:5432/prod", {"password": 1},
+     [PASSWORD.replace("&", "x")], ["postgres://app:[REDACTED:password]@db.internal:5432/prod"]),
+]
+
+
+@pytest.mark.parametrize("text,counts,gone,kept", CASES, ids=[f"{i}-{next(iter(c[1]))}" for i, c in enumerate(CASES)])
+def test_each_kind_is_redacted(text, counts, gone, kept):
+    out, got = Redactor()(text)
+    assert got == counts, out
+    for secret in gone:
+        assert secret not in out
+    for part in kept:
+        assert part in out
+    for kind in counts:
+        assert f"[REDACTED:{kind}]" in out
+    assert Redactor()(out) == (out, {})  # redacting twice is redacting once
+
+
+@pytest.mark.parametrize("text", [
+    "token = token", "password=self.password", "def login(password: str, token: Optional[str])",
+    "params: { _csrf_token: csrfToken }", "ERRORTOKEN = 59", "max_tokens: 4096", "token_type: bearer",
+    "input_tokens=1234", "password: \"****\"", "PASSWORD=$DB_PASSWORD", 'password="${PASSWORD}"',
+    "if token == expected:", "the api key is set in the environment", "tokenizer=tokenizer",
+    "sk_test_short", "export PWD=/home/ada", "-----BEGIN PRIVATE KEY-----", "budget 25,000 USD by 2026-03-01",
+    "see https://example.com/a:b@c", "kwargs: password=password, secret=secret",
+])
+def test_code_and_prose_are_left_alone(text):
+    assert Redactor()(text) == (text, {})
+
+
+def test_rules_can_be_disabled_and_added():
+    r = from_config({"redact": {"disable": ["assignment", "jwt"],
+                                "patterns": [{"name": "itk", "regex": r"itk_(?P<s>[0-9a-f]{8})"}]}})
+    text = f"password={PASSWORD} {JWT} itk_deadbeef"
+    assert r(text) == (f"password={PASSWORD} {JWT} itk_[REDACTED:itk]", {"itk": 1})
+
+
+SECRETS = [STRIPE_LIVE, AWS_ID, HF, GITLAB, NPM, SLACK_BOT, SLACK_HOOK, JWT, PEM]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["password", "token", "note", "api_key", "cmd"]),
+                          st.lists(st.one_of(st.sampled_from(SECRETS + ["password=" + PASSWORD, '"', "\\", "\n"]),
+                                             st.text(max_size=12)), max_size=5).map(" ".join)), max_size=6))
+def test_redacting_json_text_keeps_it_json(pairs):
+    """Tool-call arguments are redacted as JSON text and parsed back: that must always parse."""
+    data = {"args": [dict([p]) for p in pairs], "nested": json.dumps(dict(pairs))}
+    text = json.dumps(data, ensure_ascii=False)
+    out, _counts = Redactor()(text)
+    json.loads(out)
+    for secret in SECRETS:
+        if secret in text:
+            assert secret not in out
+
+
+def test_env_values_are_redacted_literally():
+    value = "q9-Zz." + rand(14)  # shaped like no known token
+    r = Redactor(env={"API_TOKEN": value})
+    out, counts = r(f"calling with {value} and again {value}!")
+    assert out == "calling with [REDACTED:env:API_TOKEN] and again [REDACTED:env:API_TOKEN]!"
+    assert counts == {"env:API_TOKEN": 2}
+    # inside JSON text, where the value is escaped
+    tricky = 'a"b\\c' + rand(8)
+    out, _ = Redactor(env={"DB_PASSWORD": tricky})(json.dumps({"cmd": f"login {tricky}"}))
+    assert json.loads(out) == {"cmd": "login [REDACTED:env:DB_PASSWORD]"}
+
+
+def test_which_names_look_secret():
+    assert all(map(looks_secret, ["API_TOKEN", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "FTP_PASSWD", "CLIENT_SECRET",
+                                  "GOOGLE_APPLICATION_CREDENTIALS", "stripe_key"]))
+    assert not any(map(looks_secret, ["PATH", "NODE_ENV", "KEYBOARD", "TOKENIZERS_PARALLELISM", "DEBUG"]))
+
+
+# -- end to end: a trusted .contextrc's secret never reaches the store or anything made from it -----
+
+def ctxd(*args, cwd, input=None):
+    env = dict(os.environ, PWD=str(cwd))
+    return subprocess.run([sys.executable, "-m", "ctxd", *args], cwd=cwd, input=input, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def _everything_written(project):
+    """Every file under the project's context directory, as bytes, joined."""
+    info = json.loads(ctxd("show", "--json", cwd=project).stdout)
+    blobs = []
+    for dirpath, _dirs, files in os.walk(info["context_dir"]):
+        for f in files:
+            blobs.append(Path(dirpath, f).read_bytes())
+    return info["context_dir"], b"\n".join(blobs)
+
+
+def test_trusted_contextrc_secret_is_redacted_end_to_end(tmp_path):
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    token = "tk-" + rand(24)  # no pattern knows this shape: only the .contextrc can tell
+    short = "abc1234"  # under 8 characters: too short to redact literally (it would hit ordinary words)
+    (project / ".contextrc").write_text(f'[env]\nAPI_TOKEN = "{token}"\nSHORT_KEY = "{short}"\nMODE = "{token}x"\n')
+    r = ctxd("allow", cwd=project)
+    assert r.returncode == 0, r.stderr
+    r = ctxd("chat", "add", f"deploy with API_TOKEN set to {token} please", cwd=project)
+    assert r.returncode == 0, r.stderr
+    r = ctxd("chat", "add", "--role", "tool", "-", cwd=project, input=f"$ env\nAPI_TOKEN={token}\n" + "x" * 60000)
+    assert r.returncode == 0, r.stderr
+    ctx_dir, written = _everything_written(project)
+    assert token.encode() not in written
+    assert b"[REDACTED:env:API_TOKEN]" in written
+    assert os.path.exists(os.path.join(ctx_dir, "context.md"))
+    assert token not in Path(ctx_dir, "context.md").read_text()
+    exported = ctxd("chat", "export", cwd=project)
+    assert exported.returncode == 0 and exported.stdout
+    assert token not in exported.stdout and "[REDACTED:env:API_TOKEN]" in exported.stdout
+    log = ctxd("chat", "log", "--json", cwd=project).stdout
+    assert token not in log and short not in log  # short: never stored at all here
+
+
+def test_untrusted_contextrc_is_never_read_for_secrets(tmp_path):
+    """Its values are not set by ctxd, so they are not ctxd's to know: the file is not read."""
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    token = "tk-" + rand(24)
+    (project / ".contextrc").write_text(f'[env]\nAPI_TOKEN = "{token}"\n')  # not allowed
+    assert ctxd("chat", "add", f"value {token}", cwd=project).returncode == 0
+    log = ctxd("chat", "log", "--json", cwd=project).stdout
+    assert token in log and "REDACTED" not in log
+
+
+def test_changed_contextrc_stops_redacting_its_old_value_only_when_no_longer_trusted(tmp_path):
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    old, new = "tk-" + rand(24), "tk-" + rand(24)
+    (project / ".contextrc").write_text(f'[env]\nDEPLOY_SECRET = "{old}"\n')
+    assert ctxd("allow", cwd=project).returncode == 0
+    (project / ".contextrc").write_text(f'[env]\nDEPLOY_SECRET = "{new}"\n')  # edited, not re-allowed
+    assert ctxd("chat", "add", f"old {old} new {new}", cwd=project).returncode == 0
+    assert ctxd("allow", cwd=project).returncode == 0
+    assert ctxd("chat", "add", f"again old {old} new {new}", cwd=project).returncode == 0
+    lines = [json.loads(l)["content"] for l in ctxd("chat", "log", "--json", cwd=project).stdout.splitlines()]
+    assert lines == [f"old {old} new {new}", f"again old {old} new [REDACTED:env:DEPLOY_SECRET]"]
+
+
+# -- false positives on real transcripts --------------------------------------------------------------
+
+def _real_texts():
+    for path in sorted(REAL.rglob("*")):
+        if not path.is_file() or path.name == "README.md":
+            continue
+        if path.suffix == ".db":
+            db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            try:
+                parts = []
+                for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'"):
+                    if "_fts" in table:
+                        continue
+                    for row in db.execute(f'SELECT * FROM "{table}"'):
+                        parts.extend(v for v in row if isinstance(v, str))
+            finally:
+                db.close()
+            yield path, "\n".join(parts)
+        else:
+            yield path, path.read_text(encoding="utf-8", errors="replace")
+
+
+# What the rules find in tests/contracts/real/ (39 files: Claude Code, Codex, Gemini CLI, aider, OpenAI jsonl,
+# hook payloads, llm databases). The llm databases were written by prompting with a fake key on purpose
+# ("what is the API key sk-ant-... for?", "legacy prompt one with token ghp_..."): true positives.
+# Everything else is 0: no rule fires on ordinary code, JSON, prose or hashes there.
+EXPECTED_REAL = {"anthropic-key": 4, "github-token": 6}
+FALSE_POSITIVE_BOUND = 0
+
+
+def test_false_positives_on_real_transcripts():
+    totals, hits = Counter(), []
+    r = Redactor()
+    for path, text in _real_texts():
+        out, counts = r(text)
+        totals.update(counts)
+        if counts and path.suffix != ".db":
+            i = out.find("[REDACTED:")
+            hits.append(f"{path.relative_to(REAL)}: {counts}: ...{out[max(0, i - 80):i + 40]!r}...")
+    print("redactions per kind on the real samples:", dict(totals))
+    assert len(hits) <= FALSE_POSITIVE_BOUND, "redactions outside the planted keys:\n" + "\n".join(hits)
+    assert dict(totals) == EXPECTED_REAL
