@@ -201,6 +201,20 @@ def on_transcript(tool, payload):
     return None
 
 
+def on_codex_stop(tool, payload):
+    """Codex runs Stop before the rollout holds the end of the turn (its last answer is
+    written, and the turn closed, after the hook): the importer waits for that, so the
+    answer is recorded from the payload's ``last_assistant_message`` under the key that
+    notify and the rollout importer give a turn's last answer; then the rollout is read."""
+    session, turn = _id(payload, "session_id"), _id(payload, "turn_id")
+    last = _str(payload, "last_assistant_message")
+    if session and turn and last.strip():
+        with _memory(payload) as mem:
+            _record(mem, [dict(kind="reply", content=last, session=session, source=tool,
+                               dedup=f"codex:{session}:{turn}:assistant")], tool, session)
+    return on_transcript(tool, payload)
+
+
 EVENTS = {
     "claude": {
         "SessionStart": on_session_start,
@@ -220,7 +234,7 @@ EVENTS = {
     "codex": {
         "SessionStart": on_session_start,
         "UserPromptSubmit": on_prompt,
-        "Stop": on_transcript,
+        "Stop": on_codex_stop,
         "PreCompact": on_transcript,
     },
 }

@@ -670,6 +670,19 @@ class _CodexTurns:
         return _items.classify_user_text(text, "codex")
 
 
+def _is_user_event(obj):
+    """Whether *obj* is the event Codex writes after a message the user typed: ``event_msg
+    user_message`` (up to 0.1xx), or ``event_msg item_completed`` of a ``UserMessage`` item
+    (0.171 exec writes only that)."""
+    payload = obj.get("payload") if isinstance(obj, dict) and obj.get("type") == "event_msg" else None
+    if not isinstance(payload, dict):
+        return False
+    if payload.get("type") == "user_message":
+        return True
+    item = payload.get("item")
+    return payload.get("type") == "item_completed" and isinstance(item, dict) and item.get("type") == "UserMessage"
+
+
 def _is_turn_marker(obj):
     kind, payload = obj.get("type"), obj.get("payload")
     if kind == "turn_context":
@@ -691,10 +704,9 @@ def _codex_turn_at(f, ctx):
             if cid and (name or b'"local_shell_call"' in raw):
                 state.names[cid.group(1).decode("utf-8", "replace")] = \
                     name.group(1).decode("utf-8", "replace") if name else "local_shell"
-        if b'"user_message"' in raw:
+        if b'"user_message"' in raw or b'"UserMessage"' in raw:
             obj = _parse_json(n, raw)
-            if not isinstance(obj, Malformed) and obj.get("type") == "event_msg" and \
-                    isinstance(obj.get("payload"), dict) and obj["payload"].get("type") == "user_message":
+            if not isinstance(obj, Malformed) and _is_user_event(obj):
                 if candidate == n - 1 and state.turn is not None:
                     state.prompts += 1
                 last_event = n
@@ -805,8 +817,7 @@ def parse_codex(f, ctx):
     for n, obj in _json_lines(f, ctx):
         here, start = start, ctx.pos  # where line n begins; where the next one does
         payload = obj.get("payload") if isinstance(obj, dict) else None
-        user_event = isinstance(obj, dict) and obj.get("type") == "event_msg" and isinstance(payload, dict) and \
-            payload.get("type") == "user_message"
+        user_event = _is_user_event(obj)
         if pending:
             yield from resolve(user_event)
         if user_event:

@@ -248,6 +248,7 @@ _META_PREFIXES = (
     ("<bash-stderr>", "local_command"),
     ("<user_shell_command>", "local_command"),
     ("<environment_context>", "environment"),
+    ("<session_context>", "environment"),  # Gemini CLI 0.61: its setup turn (date, OS, folders)
     ("<user_instructions>", "instructions"),
     ("# AGENTS.md instructions", "instructions"),
     ("<permissions instructions>", "instructions"),
