@@ -469,13 +469,18 @@ def ctxd_groups(settings):
             if any("chat hook" in h["command"] for g in groups for h in g["hooks"])}
 
 
+PORTABLE = "if command -v ctxd >/dev/null 2>&1; then ctxd chat hook {tool}; fi"
+
+
 def test_install_claude_project_merges_and_keeps_everything_else(project):
-    path = project / ".claude" / "settings.json"
+    """The default project scope is Claude Code's personal settings.local.json (absolute path)."""
+    path = project / ".claude" / "settings.local.json"
     path.parent.mkdir()
     path.write_text(json.dumps(CLAUDE_SETTINGS, indent=4))
     r = install("claude", cwd=project)
     assert r.returncode == 0, r.stderr
     assert str(path) in r.stdout
+    assert not (project / ".claude" / "settings.json").exists()  # the committed file is not touched
     s = json.loads(path.read_text())
     assert without_ctxd(s) == CLAUDE_SETTINGS
     assert list(s) == list(CLAUDE_SETTINGS)  # key order kept
@@ -492,9 +497,10 @@ def test_install_claude_project_merges_and_keeps_everything_else(project):
 
 
 def test_install_twice_is_install_once_and_uninstall_restores(project):
-    path = project / ".claude" / "settings.json"
+    path = project / ".claude" / "settings.local.json"
     path.parent.mkdir()
     path.write_text(json.dumps(CLAUDE_SETTINGS, indent=2))
+    original = path.read_bytes()
     assert install("claude", "--project", cwd=project).returncode == 0
     once = path.read_bytes()
     r = install("claude", cwd=project)
@@ -503,12 +509,13 @@ def test_install_twice_is_install_once_and_uninstall_restores(project):
     r = install("claude", "--uninstall", cwd=project)
     assert r.returncode == 0 and "removed 5" in r.stdout
     assert json.loads(path.read_text()) == CLAUDE_SETTINGS
+    assert path.read_bytes() == original  # byte for byte
     r = install("claude", "--uninstall", cwd=project)
     assert r.returncode == 0 and "no ctxd hooks" in r.stdout
 
 
 def test_install_updates_a_stale_ctxd_command_in_place(project):
-    path = project / ".claude" / "settings.json"
+    path = project / ".claude" / "settings.local.json"
     path.parent.mkdir()
     old = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "echo before"}]},
                               {"hooks": [{"type": "command", "command": "/old/venv/bin/ctxd chat hook claude",
@@ -519,16 +526,26 @@ def test_install_updates_a_stale_ctxd_command_in_place(project):
     stop = json.loads(path.read_text())["hooks"]["Stop"]
     assert [g["hooks"][0]["command"] for g in stop][0::2] == ["echo before", "echo after"]
     assert stop[1]["hooks"][0]["command"].endswith("chat hook claude") and "/old/venv" not in json.dumps(stop)
+    text = path.read_text().replace(stop[1]["hooks"][0]["command"], "/old/venv/bin/ctxd chat hook claude")
+    assert text.replace('"timeout": 30', '"timeout": 5').startswith(json.dumps(old)[:-2])  # the rest as it was
 
 
 def test_install_new_settings_file_is_0644_and_existing_mode_is_kept(project):
     assert install("claude", cwd=project).returncode == 0
-    path = project / ".claude" / "settings.json"
+    path = project / ".claude" / "settings.local.json"
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
     path.chmod(0o600)
+    r = install("claude", "--uninstall", cwd=project)
+    assert r.returncode == 0 and "removed the file" in r.stdout
+    assert not path.exists() and not (project / ".claude").exists()  # ctxd made both; nothing else was there
+    path.parent.mkdir()
+    path.write_text('{"theme": "dark"}\n')
+    path.chmod(0o600)
+    assert install("claude", cwd=project).returncode == 0
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert install("claude", "--uninstall", cwd=project).returncode == 0
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert json.loads(path.read_text()) == {}
+    assert path.read_text() == '{"theme": "dark"}\n'
 
 
 def test_install_writes_through_a_symlinked_settings_file(project, isolated_paths):
@@ -548,7 +565,7 @@ def test_install_writes_through_a_symlinked_settings_file(project, isolated_path
                                  '// comment\n{"hooks": {}}'])
 @pytest.mark.parametrize("uninstall", [False, True])
 def test_invalid_settings_are_refused_untouched(bad, uninstall, project):
-    path = project / ".claude" / "settings.json"
+    path = project / ".claude" / "settings.local.json"
     path.parent.mkdir()
     path.write_text(bad)
     before = path.stat().st_mtime_ns
@@ -588,7 +605,7 @@ def test_install_gemini_user_uses_milliseconds(project, isolated_paths):
 def test_installed_command_runs_the_hook(project):
     add_messages(project, [("user", "remember: deploys go through make release")])
     assert install("claude", cwd=project).returncode == 0
-    s = json.loads((project / ".claude" / "settings.json").read_text())
+    s = json.loads((project / ".claude" / "settings.local.json").read_text())
     command = ctxd_groups(s)["SessionStart"][0]["hooks"][0]["command"]
     r = subprocess.run(["/bin/sh", "-c", command], input=payload("claude", "session_start.json", project).encode(),
                        capture_output=True, cwd=project, timeout=60)
@@ -615,8 +632,8 @@ def test_install_codex_project_writes_hooks_json_only(project, isolated_paths):
     s = json.loads((project / ".codex" / "hooks.json").read_text())
     mine = ctxd_groups(s)
     assert set(mine) == {"SessionStart", "UserPromptSubmit", "Stop"}
-    for [g] in mine.values():
-        assert g["hooks"][0]["timeout"] == 30 and g["hooks"][0]["command"].endswith(" chat hook codex")
+    for [g] in mine.values():  # a project's .codex is shared: the command names no machine's path
+        assert g["hooks"][0]["timeout"] == 30 and g["hooks"][0]["command"] == PORTABLE.format(tool="codex")
     assert not (isolated_paths / ".codex" / "config.toml").exists()
     # Codex 0.171: the feature is `hooks`, on by default (never recommend the deprecated codex_hooks);
     # the folder and each hook must be trusted before Codex runs them: say so, with the step
@@ -646,7 +663,7 @@ def test_install_codex_user_adds_notify_keeping_comments(project, isolated_paths
     r = install("codex", "--user", "--uninstall", cwd=project)
     assert r.returncode == 0, r.stderr
     assert cfg.read_text() == CODEX_CONFIG  # byte for byte
-    assert not (isolated_paths / ".codex" / "hooks.json").read_text().count("chat hook")
+    assert not (isolated_paths / ".codex" / "hooks.json").exists()  # ctxd created it: gone with its entries
 
 
 @pytest.mark.parametrize("original", ["", 'model = "o3"\n', "[features]\ncodex_hooks = true\n",

@@ -34,8 +34,11 @@ def hook(tool, args):
 @click.command()
 @click.argument("tool", type=click.Choice(["claude", "gemini", "codex", "agents-md", "claude-md", "gemini-md"]))
 @click.option("--project", "scope", flag_value="project", default=True,
-              help="The project's settings (<root>/.claude/settings.json, .gemini/settings.json, "
-                   ".codex/hooks.json). The default.")
+              help="This project, for you (the default): <root>/.claude/settings.local.json (Claude Code's "
+                   "personal, uncommitted file), .gemini/settings.json, .codex/hooks.json.")
+@click.option("--shared", "scope", flag_value="shared",
+              help="This project, for everyone: <root>/.claude/settings.json (the file teams commit), with a "
+                   "command that runs ctxd from PATH and does nothing where ctxd is not installed.")
 @click.option("--user", "scope", flag_value="user",
               help="Your user settings (~/.claude, ~/.gemini, ~/.codex; with codex also notify in config.toml).")
 @click.option("--uninstall", is_flag=True, help="Remove ctxd's entries (and only those).")
@@ -43,8 +46,14 @@ def install(tool, scope, uninstall):
     """Add ctxd's hooks to an AI CLI's settings, so its conversations are recorded and each
     session starts with the project's context.
 
-    Other settings and hooks are kept as they are; installing twice is the
+    Only ctxd's entries change: every other byte of the file stays as it is
+    (indentation, order, comments in Gemini's settings), uninstalling gives
+    the file back, and a file ctxd created is removed. Installing twice is the
     same as once. A settings file that is not valid JSON is left untouched.
+
+    Project files of Gemini CLI and Codex are shared ones: they get the same
+    PATH-based command as --shared. Gemini CLI runs project hooks only in a
+    folder it trusts; Codex only once you trust the hooks (/hooks).
 
     agents-md, claude-md, gemini-md: instead, put one managed pointer to the
     project's context.md into AGENTS.md / CLAUDE.md / GEMINI.md in the project
@@ -55,8 +64,8 @@ def install(tool, scope, uninstall):
         from ctxd.integrations import contextfiles
         from ctxd.memory.project import locate
 
-        if scope == "user":
-            raise UsageError(f"{tool} points one project at its own context; run it in the project, without --user")
+        if scope != "project":
+            raise UsageError(f"{tool} points one project at its own context; run it in the project, without --user or --shared")
         project = locate()
         lines = (contextfiles.uninstall(tool, project.root) if uninstall
                  else contextfiles.install(tool, project.root, project.context_dir))
@@ -66,7 +75,7 @@ def install(tool, scope, uninstall):
     from ctxd.integrations import install as inst
 
     root = None
-    if scope == "project":
+    if scope in ("project", "shared"):
         from ctxd.memory.project import locate
 
         root = locate().root

@@ -8,6 +8,23 @@ is not valid JSON (or TOML) is refused and left untouched. Writes are atomic
 and keep the file's mode; a symlinked settings file is written through the
 link.
 
+The JSON files are edited as text (``ctxd.integrations.jsonedit``): only ctxd's
+entries change, every other byte (indentation, key order, one-line arrays, line
+ends, a missing final newline; comments in Gemini's JSONC) stays as written, and
+uninstalling gives the original text back. A settings file ctxd created is
+recorded (``installed.json`` in the state directory) and removed by uninstall
+when nothing else was written into it.
+
+Where the hooks go. A project's ``.claude/settings.json`` is committed and
+shared, so a command naming this machine's ctxd (``/home/ada/.local/bin/ctxd``)
+breaks on every teammate's machine. By default Claude's hooks go in
+``.claude/settings.local.json`` (Claude Code's own personal, uncommitted file)
+with the absolute path; ``--user`` writes the user's settings; ``--shared``
+writes ``.claude/settings.json`` with a portable command (``portable_command``)
+that runs ctxd from PATH where it is installed and does nothing where it is
+not. Gemini CLI and Codex have no personal project file: their project files
+get the portable command too, user files the absolute path.
+
 Codex's ``notify`` program lives in ``config.toml``, which people comment:
 it is edited with tomlkit, which keeps comments, order and formatting. The
 key goes at the top level before the first table (and the comments above its
@@ -29,6 +46,8 @@ CLAUDE = {
     "name": "Claude Code",
     "dir": ".claude",
     "file": "settings.json",
+    "local_file": "settings.local.json",  # personal, uncommitted: the default project scope
+    "comments": False,
     "home_env": "CLAUDE_CONFIG_DIR",
     # (event, matcher or None); timeouts in seconds
     "events": (("SessionStart", "startup|resume|clear|compact"), ("UserPromptSubmit", None), ("Stop", None),
@@ -40,6 +59,7 @@ GEMINI = {
     "name": "Gemini CLI",
     "dir": ".gemini",
     "file": "settings.json",
+    "comments": True,  # Gemini CLI reads JSON with comments
     "home_env": None,
     # Gemini matches lifecycle events by exact string: no matcher means every source.
     "events": (("SessionStart", None), ("BeforeAgent", None), ("AfterAgent", None), ("PreCompress", None),
@@ -51,6 +71,7 @@ CODEX = {
     "name": "Codex",
     "dir": ".codex",
     "file": "hooks.json",
+    "comments": False,
     "home_env": "CODEX_HOME",
     "events": (("SessionStart", None), ("UserPromptSubmit", None), ("Stop", None)),
     "timeout": 30,  # seconds
@@ -77,6 +98,13 @@ def hook_command(tool, program=None):
     return shlex.join(list(program or ctxd_program()) + ["chat", "hook", tool])
 
 
+def portable_command(tool):
+    """A command for a settings file other machines read: ctxd from PATH where it is installed,
+    nothing (exit 0; for Gemini, which reads stdout as JSON, ``{}``) where it is not."""
+    fallback = "; else echo '{}'" if tool == "gemini" else ""
+    return f"if command -v ctxd >/dev/null 2>&1; then ctxd chat hook {tool}{fallback}; fi"
+
+
 def is_ctxd_command(command):
     return isinstance(command, str) and "ctxd" in command and "chat hook" in command
 
@@ -91,11 +119,23 @@ def _home_dir(spec, environ=None):
     return os.path.join(os.path.expanduser("~"), spec["dir"])
 
 
+def normal_scope(tool, scope):
+    """"project" is Claude's personal project file; the others have only a shared one."""
+    if scope == "project" and "local_file" not in TOOLS[tool]:
+        return "shared"
+    return scope
+
+
 def settings_path(tool, scope, root=None, environ=None):
-    """The file ctxd edits for *tool* at *scope* ("project": under *root*, or "user")."""
+    """The file ctxd edits for *tool* at *scope*: "project" (under *root*: Claude's
+    settings.local.json, the others' one project file), "shared" (under *root*, the file a
+    team commits) or "user"."""
     spec = TOOLS[tool]
+    scope = normal_scope(tool, scope)
     if scope == "user":
         return os.path.join(_home_dir(spec, environ), spec["file"])
+    if scope == "project":
+        return os.path.join(root, spec["dir"], spec["local_file"])
     return os.path.join(root, spec["dir"], spec["file"])
 
 
@@ -120,22 +160,105 @@ def read_text(path):
         raise ConfigError(f"{path} is not UTF-8 text; nothing was changed") from None
 
 
-def load_json(path):
+def load_json(path, comments=False):
     """The settings object in *path* ({} when missing or empty). ConfigError if invalid."""
+    return _load(path, comments)[0]
+
+
+def _load(path, comments=False):
+    """(settings object, text or None when missing or blank). ConfigError if invalid; with
+    *comments*, ``//`` and ``/* */`` comments are allowed (Gemini CLI's JSONC)."""
+    from ctxd.integrations import jsonedit
+
     _raw, text = read_text(path)
     if text is None or not text.strip():
-        return {}
+        return {}, None
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
+        data = jsonedit.loads(text, comments)
+    except jsonedit.EditError as e:
         hint = ""
-        if "//" in text or "/*" in text:
-            hint = " (ctxd edits plain JSON only: remove the comments, or add the hooks by hand)"
-        raise ConfigError(f"{path}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}; nothing was changed{hint}") from None
+        if not comments and ("//" in text or "/*" in text):
+            hint = " (this file must be plain JSON: remove the comments, or add the hooks by hand)"
+        where = f"{path}:{e.line}:{e.col}" if e.line else path
+        raise ConfigError(f"{where}: not valid JSON: {e.message}; nothing was changed{hint}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a JSON object at the top, found {type(data).__name__}; "
                           f"nothing was changed")
-    return data
+    return data, text
+
+
+def _edited(path, text, new, comments):
+    """The new text of a settings file: *text* with only ctxd's entries changed."""
+    from ctxd.integrations import jsonedit
+
+    if text is None:
+        return dump_json(new)
+    try:
+        return jsonedit.edit(text, new, comments)
+    except jsonedit.EditError as e:
+        raise ConfigError(f"{path}: cannot change ctxd's entries without rewriting the rest ({e.message}); "
+                          f"nothing was changed") from None
+
+
+# -- files ctxd created (so uninstall can remove them) -------------------------------------
+
+def _created_record(environ=None):
+    from ctxd import paths
+
+    return os.path.join(paths.state_dir(environ), "installed.json")
+
+
+def _created(environ=None):
+    try:
+        with open(_created_record(environ), encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _save_created(data, environ=None):
+    from ctxd.activation.fileio import atomic_write
+
+    atomic_write(_created_record(environ), json.dumps(data, indent=2, sort_keys=True) + "\n", mode=0o600)
+
+
+def _remember_created(path, dirs, environ=None):
+    data = _created(environ)
+    data[os.path.realpath(path)] = {"dirs": [os.path.realpath(d) for d in dirs]}
+    _save_created(data, environ)
+
+
+def _missing_dirs(path):
+    """The directories above *path* that do not exist yet (nearest last)."""
+    out, d = [], os.path.dirname(os.path.realpath(path))
+    while d and not os.path.exists(d):
+        out.insert(0, d)
+        parent = os.path.dirname(d)
+        if parent == d:
+            break
+        d = parent
+    return out
+
+
+def _remove_if_created(path, text, environ=None):
+    """Remove *path* when ctxd created it and nothing but ctxd's entries was ever in it
+    (*text* is what is left once they are out); True when removed."""
+    data = _created(environ)
+    key = os.path.realpath(path)
+    if key not in data:
+        return False
+    if text.strip() != "{}":
+        return False  # someone wrote into it: theirs now
+    os.unlink(key)
+    for d in reversed(data[key].get("dirs", [])):
+        try:
+            os.rmdir(d)  # only when empty
+        except OSError:
+            break
+    del data[key]
+    _save_created(data, environ)
+    return True
 
 
 def write_text(path, text):
@@ -506,29 +629,121 @@ def _codex_trusts(doc, root):
         here = parent
 
 
+def _forget_created(path, environ=None):
+    data = _created(environ)
+    if data.pop(os.path.realpath(path), None) is not None:
+        _save_created(data, environ)
+
+
+def _has_ctxd_hooks(path, spec):
+    try:
+        settings = _load(path, spec["comments"])[0]
+    except (ConfigError, CtxdError):
+        return False
+    return _settings_have_ctxd(settings)
+
+
+def _settings_have_ctxd(settings):
+    hooks = settings.get("hooks")
+    return isinstance(hooks, dict) and any(isinstance(groups, list) and any(_has_ctxd(g) for g in groups)
+                                           for groups in hooks.values())
+
+
+def _exclude_from_git(root, path):
+    """Keep a settings.local.json ctxd created out of git, as Claude Code does with the one it
+    creates: a line in .git/info/exclude (local to this clone, never committed), unless git
+    already ignores it."""
+    import subprocess
+
+    git = os.path.join(root, ".git")
+    if not root or not os.path.isdir(git):
+        return
+    rel = os.path.relpath(path, root)
+    try:
+        r = subprocess.run(["git", "-C", root, "check-ignore", "-q", "--", rel], capture_output=True, timeout=10)
+        if r.returncode == 0:
+            return
+    except (OSError, subprocess.SubprocessError):
+        pass
+    exclude = os.path.join(git, "info", "exclude")
+    line = "/" + rel.replace(os.sep, "/")
+    try:
+        with open(exclude, encoding="utf-8") as f:
+            if line in (x.strip() for x in f):
+                return
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return
+    try:
+        os.makedirs(os.path.dirname(exclude), exist_ok=True)
+        with open(exclude, "a", encoding="utf-8") as f:
+            f.write(f"\n# ctxd: personal Claude Code settings (machine paths)\n{line}\n")
+    except OSError:
+        pass
+
+
+def _placement_notes(tool, scope, root, environ):
+    """One line each about where the hooks went and what else they need to run."""
+    spec = TOOLS[tool]
+    notes = []
+    if tool == "claude" and scope == "project":
+        shared = settings_path(tool, "shared", root, environ)
+        if _has_ctxd_hooks(shared, spec):
+            notes.append(f"ctxd: note: {shared} (shared) runs ctxd's hooks too, so they would run twice; remove "
+                         f"them with `ctxd chat install claude --shared --uninstall`")
+    if scope == "shared":
+        notes.append("ctxd: note: this file is shared: its command runs the ctxd on each machine's PATH "
+                     "(and does nothing where ctxd is not installed)")
+    if tool == "gemini" and scope != "user":
+        notes.append(f"ctxd: note: Gemini CLI runs a project's hooks only in a folder it trusts: trust {root} "
+                     f"in Gemini (/permissions); elsewhere it skips them (headless runs exit 55)")
+    if tool == "codex":
+        notes.extend(codex_hook_notes("project" if scope == "shared" else scope, root, environ))
+    return notes
+
+
 # -- the operations ------------------------------------------------------------------
 
 def install(tool, scope, root=None, program=None, environ=None):
-    """Merge ctxd's hooks for *tool* into its settings; return lines to show the user."""
+    """Merge ctxd's hooks for *tool* into its settings; return lines to show the user.
+
+    *scope*: "project" (the default: Claude's personal settings.local.json; Gemini's and
+    Codex's project file), "shared" (the project file a team commits: a portable command)
+    or "user".
+    """
+    import copy
+
     spec = TOOLS[tool]
+    scope = normal_scope(tool, scope)
     program = list(program or ctxd_program())
     path = settings_path(tool, scope, root, environ)
-    settings = load_json(path)  # refuses an invalid file before anything is written
+    settings, text = _load(path, spec["comments"])  # refuses an invalid file before anything is written
     notify = None
     if tool == "codex" and scope == "user":
         # Check config.toml too before writing anything.
         notify = install_notify(codex_config_path(environ), program + ["chat", "hook", "codex-notify"],
                                 write=False)
-    command = hook_command(tool, program)
+    command = portable_command(tool) if scope == "shared" else hook_command(tool, program)
     groups = {event: _group(event, matcher, command, spec["timeout"], spec["extra"])
               for event, matcher in spec["events"]}
     events = ", ".join(groups)
     out = []
-    if merge_hooks(settings, groups, path):
-        write_text(path, dump_json(settings))
+    new = copy.deepcopy(settings)
+    if merge_hooks(new, groups, path):
+        new_text = _edited(path, text, new, spec["comments"])
+        exists = os.path.lexists(path)
+        dirs = _missing_dirs(path)
+        write_text(path, new_text)
+        if not exists:
+            _remember_created(path, dirs, environ)
+            if tool == "claude" and scope == "project":
+                _exclude_from_git(root, path)
         out.append(f"ctxd: {spec['name']} hooks ({events}) installed in {path}")
     else:
         out.append(f"ctxd: {spec['name']} hooks already installed in {path}")
+    if text is not None and not _settings_have_ctxd(settings):
+        _forget_created(path, environ)  # a file of the user's (a record of an old one of ctxd's is stale)
     if notify is not None:
         cfg = codex_config_path(environ)
         status, value = notify
@@ -540,26 +755,43 @@ def install(tool, scope, root=None, program=None, environ=None):
         else:
             install_notify(cfg, program + ["chat", "hook", "codex-notify"])
             out.append(f"ctxd: Codex notify {'set' if status == 'added' else 'updated'} in {cfg}")
-    if tool == "codex":
-        out.extend(codex_hook_notes(scope, root, environ))
+    out.extend(_placement_notes(tool, scope, root, environ))
     return out
 
 
 def uninstall(tool, scope, root=None, environ=None):
-    """Remove ctxd's hooks for *tool*; return lines to show the user."""
+    """Remove ctxd's hooks for *tool*; return lines to show the user.
+
+    Only ctxd's entries go: the rest of the file stays byte for byte, and a file ctxd
+    created that holds nothing else is removed (with the directories ctxd made for it).
+    """
+    import copy
+
     spec = TOOLS[tool]
+    scope = normal_scope(tool, scope)
     path = settings_path(tool, scope, root, environ)
     out = []
-    if os.path.exists(path):
-        settings = load_json(path)
-        n = remove_hooks(settings)
+    if os.path.lexists(path):
+        settings, text = _load(path, spec["comments"])
+        new = copy.deepcopy(settings)
+        n = remove_hooks(new)
         if n:
-            write_text(path, dump_json(settings))
-            out.append(f"ctxd: removed {n} ctxd hook{'s' if n != 1 else ''} from {path}")
+            new_text = _edited(path, text, new, spec["comments"])
+            what = f"removed {n} ctxd hook{'s' if n != 1 else ''} from {path}"
+            if not new and _remove_if_created(path, new_text, environ):
+                out.append(f"ctxd: {what} (ctxd had created it and nothing else was in it: removed the file)")
+            else:
+                write_text(path, new_text)
+                out.append(f"ctxd: {what}")
         else:
             out.append(f"ctxd: no ctxd hooks in {path}")
     else:
         out.append(f"ctxd: no ctxd hooks in {path} (no such file)")
+    if tool == "claude" and scope == "project":
+        shared = settings_path(tool, "shared", root, environ)
+        if _has_ctxd_hooks(shared, spec):
+            out.append(f"ctxd: note: {shared} (shared) runs ctxd's hooks too; remove them with "
+                       f"`ctxd chat install claude --shared --uninstall`")
     if tool == "codex" and scope == "user":
         cfg = codex_config_path(environ)
         status = uninstall_notify(cfg)
