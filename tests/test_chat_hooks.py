@@ -612,6 +612,160 @@ def test_installed_command_runs_the_hook(project):
     assert "deploys go through make release" in context_of(r)
 
 
+def _lines_kept(original, installed):
+    """Every line of *original* is in *installed*, in order and indented as it was (a line may
+    gain the comma before ctxd's new entries)."""
+    rest = iter(l.rstrip(",\r") for l in installed.split("\n"))
+    return all(any(l.rstrip(",\r") == r for r in rest) for l in original.split("\n"))
+
+
+REAL_LOOKING = {
+    "2-space": json.dumps(CLAUDE_SETTINGS, indent=2) + "\n",
+    "4-space, no final newline": json.dumps(CLAUDE_SETTINGS, indent=4),
+    "tabs": json.dumps(CLAUDE_SETTINGS, indent="\t") + "\n",
+    "hand-written": '{\n  "model": "opus",\n  "permissions": {"allow": ["Bash(npm test:*)"], "deny": []},\n'
+                    '  "statusLine": { "type": "command", "command": "~/.claude/statusline.sh" }\n}\n',
+    "crlf": json.dumps(CLAUDE_SETTINGS, indent=2).replace("\n", "\r\n") + "\r\n",
+}
+
+
+@pytest.mark.parametrize("layout", sorted(REAL_LOOKING))
+@pytest.mark.parametrize("scope,name", [("--project", "settings.local.json"), ("--shared", "settings.json")])
+def test_install_and_uninstall_touch_only_ctxds_entries(layout, scope, name, project):
+    path = project / ".claude" / name
+    path.parent.mkdir()
+    original = REAL_LOOKING[layout]
+    path.write_bytes(original.encode())
+    r = install("claude", scope, cwd=project)
+    assert r.returncode == 0, r.stderr
+    installed = path.read_bytes().decode()
+    assert _lines_kept(original, installed), installed
+    theirs = without_ctxd(json.loads(installed))
+    if "hooks" not in json.loads(original) and theirs.get("hooks") == {}:
+        del theirs["hooks"]
+    assert theirs == json.loads(original)
+    r = install("claude", scope, "--uninstall", cwd=project)
+    assert r.returncode == 0 and "removed 5" in r.stdout, r.stdout + r.stderr
+    assert path.read_bytes() == original.encode()
+
+
+def test_shared_install_writes_a_command_that_works_on_any_machine(project, tmp_path):
+    add_messages(project, [("user", "remember: deploys go through make release")])
+    r = install("claude", "--shared", cwd=project)
+    assert r.returncode == 0, r.stderr
+    assert "shared" in r.stdout and not (project / ".claude" / "settings.local.json").exists()
+    text = (project / ".claude" / "settings.json").read_text()
+    assert str(Path(CTXD).parent) not in text and os.path.expanduser("~") not in text  # no machine's path
+    mine = ctxd_groups(json.loads(text))
+    assert {g[0]["hooks"][0]["command"] for g in mine.values()} == {PORTABLE.format(tool="claude")}
+    command = PORTABLE.format(tool="claude")
+    payload_in = payload("claude", "session_start.json", project).encode()
+    # a machine with ctxd on PATH
+    env = dict(os.environ, PATH=f"{Path(CTXD).parent}:/usr/bin:/bin")
+    r = subprocess.run(["/bin/sh", "-c", command], input=payload_in, capture_output=True, cwd=project, env=env,
+                       timeout=60)
+    assert r.returncode == 0 and "deploys go through make release" in context_of(r)
+    # a machine without it: nothing, quietly
+    bare = tmp_path / "bare-bin"
+    bare.mkdir()
+    env = dict(os.environ, PATH=str(bare))
+    r = subprocess.run(["/bin/sh", "-c", command], input=payload_in, capture_output=True, cwd=project, env=env,
+                       timeout=60)
+    assert (r.returncode, r.stdout, r.stderr) == (0, b"", b"")
+    r = subprocess.run(["/bin/sh", "-c", PORTABLE.format(tool="gemini").replace("; fi", "; else echo '{}'; fi")],
+                       input=b"{}", capture_output=True, cwd=project, env=env, timeout=60)
+    assert (r.returncode, json.loads(r.stdout), r.stderr) == (0, {}, b"")  # Gemini reads stdout as JSON
+
+
+def test_a_personal_install_says_when_the_shared_file_runs_ctxd_too(project):
+    assert install("claude", "--shared", cwd=project).returncode == 0
+    r = install("claude", cwd=project)
+    assert r.returncode == 0
+    [note] = [l for l in r.stdout.splitlines() if "twice" in l]
+    assert str(project / ".claude" / "settings.json") in note and "--shared --uninstall" in note
+
+
+def test_personal_settings_file_is_kept_out_of_git(project):
+    shutil.rmtree(project / ".git")
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    assert install("claude", cwd=project).returncode == 0
+    status = subprocess.run(["git", "-C", str(project), "status", "--porcelain", "--untracked-files=all"],
+                            capture_output=True, text=True, check=True).stdout
+    assert "settings.local.json" not in status
+    assert install("claude", "--shared", cwd=project).returncode == 0
+    status = subprocess.run(["git", "-C", str(project), "status", "--porcelain", "--untracked-files=all"],
+                            capture_output=True, text=True, check=True).stdout
+    assert ".claude/settings.json" in status  # the shared one is the team's to commit
+
+
+def test_gemini_project_install_says_folder_trust_and_is_removed_whole(project):
+    r = install("gemini", cwd=project)
+    assert r.returncode == 0, r.stderr
+    [note] = [l for l in r.stdout.splitlines() if "trust" in l]
+    assert "Gemini CLI" in note and str(project) in note
+    path = project / ".gemini" / "settings.json"
+    mine = ctxd_groups(json.loads(path.read_text()))
+    assert set(mine) == {"SessionStart", "BeforeAgent", "AfterAgent", "PreCompress", "SessionEnd"}
+    assert {g[0]["hooks"][0]["command"] for g in mine.values()} == {
+        PORTABLE.format(tool="gemini").replace("; fi", "; else echo '{}'; fi")}
+    r = install("gemini", "--uninstall", cwd=project)
+    assert r.returncode == 0 and "removed the file" in r.stdout
+    assert not (project / ".gemini").exists()
+
+
+def test_a_created_file_someone_else_wrote_into_is_kept(project):
+    assert install("gemini", cwd=project).returncode == 0
+    path = project / ".gemini" / "settings.json"
+    data = json.loads(path.read_text())
+    data["ui"] = {"theme": "GitHub"}
+    path.write_text(json.dumps(data, indent=2) + "\n")
+    r = install("gemini", "--uninstall", cwd=project)
+    assert r.returncode == 0 and "removed the file" not in r.stdout
+    assert path.read_text() == '{\n  "ui": {\n    "theme": "GitHub"\n  }\n}\n'
+
+
+GEMINI_WITH_COMMENTS = """// Project settings for Gemini CLI
+{
+  "general": {
+    "vimMode": true // my editor habits
+  },
+  /* tools ctxd must not touch */
+  "hooks": {
+    "BeforeTool": [
+      {"matcher": "run_shell_command", "hooks": [{"type": "command", "command": "./guard.sh", "timeout": 5000}]}
+    ]
+  }
+}
+"""
+
+
+def test_gemini_settings_with_comments_keep_them(project):
+    path = project / ".gemini" / "settings.json"
+    path.parent.mkdir()
+    path.write_text(GEMINI_WITH_COMMENTS)
+    r = install("gemini", cwd=project)
+    assert r.returncode == 0, r.stderr
+    installed = path.read_text()
+    assert _lines_kept(GEMINI_WITH_COMMENTS, installed)
+    assert "// my editor habits" in installed and "/* tools ctxd must not touch */" in installed
+    assert install("gemini", cwd=project).stdout.startswith("ctxd: Gemini CLI hooks already installed")
+    r = install("gemini", "--uninstall", cwd=project)
+    assert r.returncode == 0 and "removed 5" in r.stdout
+    assert path.read_text() == GEMINI_WITH_COMMENTS
+
+
+@pytest.mark.parametrize("bad", ['{"a": 1,}\n', '// only a comment\n', '{"hooks": {} /* open\n'])
+def test_gemini_settings_that_are_not_json_with_comments_are_refused_untouched(bad, project):
+    path = project / ".gemini" / "settings.json"
+    path.parent.mkdir()
+    path.write_text(bad)
+    r = install("gemini", cwd=project)
+    assert r.returncode == 3
+    [line] = r.stderr.splitlines()
+    assert line.startswith(f"ctxd: {path}") and "not valid JSON" in line and "nothing was changed" in line
+    assert path.read_text() == bad
+
+
 CODEX_CONFIG = '''# Codex configuration, kept by hand
 model = "gpt-5-codex"   # the default model
 approval_policy = "on-request"
