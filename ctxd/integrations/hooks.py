@@ -253,8 +253,42 @@ def handle(tool, payload):
     return fn(tool, payload)
 
 
+def _is_title_turn(inputs, last):
+    """Codex Desktop asks the model for the task's UI title in a turn of its own: one instruction,
+    answered with a JSON object holding only a title. Not part of the conversation."""
+    try:
+        answer = json.loads(last) if last.lstrip().startswith("{") else None
+    except ValueError:
+        answer = None
+    return (isinstance(answer, dict) and set(answer) == {"title"} and isinstance(answer["title"], str)
+            and len(inputs) == 1 and "title" in inputs[0].lower())
+
+
+def _new_inputs(mem, thread, turn, inputs):
+    """The input messages this turn added. ``codex exec resume`` (and the TUI after a resume) list
+    every prompt of the thread in each turn's input-messages: a leading run of them that is the end
+    of what earlier turns of the thread stored is dropped; the last message always stays."""
+    if len(inputs) < 2 or not mem.exists():
+        return inputs
+    own = f"codex:{thread}:{turn}:"
+    earlier = [m.content for m in mem.iter_all(session=thread)
+               if m.kind == "prompt" and not (m.dedup or "").startswith(own)]
+    if not earlier:
+        return inputs
+    redactor = getattr(mem.store(), "redactor", None)
+    stored = [redactor(m)[0] if redactor is not None else m for m in inputs]
+    for p in range(min(len(inputs) - 1, len(earlier)), 0, -1):
+        if stored[:p] == earlier[-p:]:
+            return inputs[p:]
+    return inputs
+
+
 def codex_notify(args):
-    """Codex's ``notify`` program: one JSON argument, ``agent-turn-complete`` records the turn."""
+    """Codex's ``notify`` program: one JSON argument, ``agent-turn-complete`` records the turn.
+
+    The payload of Codex's own docs has no thread-id and no cwd: the turn is then filed under
+    the session "codex" in the project of the working directory Codex runs notify in.
+    """
     if not args:
         raise HookError("codex-notify needs the JSON payload as its argument")
     payload = json.loads(args[-1])
@@ -262,21 +296,27 @@ def codex_notify(args):
         raise HookError(f"the payload is a JSON {type(payload).__name__}, not an object")
     if payload.get("type") != "agent-turn-complete":
         return None
-    thread, turn = _id(payload, "thread-id"), _id(payload, "turn-id")
-    if not thread or not turn:
-        raise HookError("the payload has no thread-id or turn-id")
-    messages = []
-    inputs = payload.get("input-messages")
-    for i, m in enumerate(inputs if isinstance(inputs, list) else []):
+    thread, turn = _id(payload, "thread-id") or "codex", _id(payload, "turn-id")
+    if not turn:
+        raise HookError("the payload has no turn-id")
+    if not _str(payload, "cwd").strip():
+        payload = dict(payload, cwd=os.getcwd())
+    inputs = []
+    raw = payload.get("input-messages")
+    for m in raw if isinstance(raw, list) else []:
         if isinstance(m, dict):  # tolerate {"text": ...} items should Codex send them
             m = m.get("text") if isinstance(m.get("text"), str) else m.get("content")
         if isinstance(m, str):
-            messages.append(dict(kind="prompt", content=m, session=thread, source="codex",
-                                 dedup=f"codex:{thread}:{turn}:user:{i}"))
+            inputs.append(m)
     last = _str(payload, "last-assistant-message")
-    messages.append(dict(kind="reply", content=last, session=thread, source="codex",
-                         dedup=f"codex:{thread}:{turn}:assistant"))
+    if _is_title_turn(inputs, last):
+        return None
     with _memory(payload) as mem:
+        messages = [dict(kind="prompt", content=m, session=thread, source="codex",
+                         dedup=f"codex:{thread}:{turn}:user:{i}")
+                    for i, m in enumerate(_new_inputs(mem, thread, turn, inputs))]
+        messages.append(dict(kind="reply", content=last, session=thread, source="codex",
+                             dedup=f"codex:{thread}:{turn}:assistant"))
         _record(mem, messages, "codex", thread)
     return None
 
