@@ -232,3 +232,39 @@ def test_gemini_cli(world, stub):
 
     world.ctxd("chat", "install", "gemini", "--uninstall")
     assert snapshot(settings) == before
+
+
+def test_codex_user_scope_with_notify(world, stub):
+    """--user: hooks in $CODEX_HOME/hooks.json and notify in config.toml both record; with
+    `codex exec resume` (notify then lists every prompt of the thread) each prompt is stored once."""
+    import tomllib
+
+    need("codex")
+    cfg = os.path.join(world.codex_home, "config.toml")
+    hooks_json = os.path.join(world.codex_home, "hooks.json")
+    with open(cfg) as f:
+        original = tomllib.loads(f.read())
+    out = world.ctxd("chat", "install", "codex", "--user").stdout
+    assert "notify" in out, out
+    trust_codex(world, world.project)
+
+    world.codex(PROMPT1)
+    world.codex("And the port?", resume=True)
+    world.codex("One more thing.", resume=True)
+    stub.clear()
+    world.codex(PROMPT2)
+    assert FACT in session2_request_text(stub, "openai")
+    rows = world.log()
+    assert prompts(rows) == [PROMPT1, "And the port?", "One more thing.", PROMPT2], conversation(rows)
+    assert [r["content"] for r in rows if r["kind"] == "reply"] == ["OK"] * 4
+    files = world.transcripts("codex")
+    assert len(files) == 2, files
+    assert_reimport_adds_nothing(world, files)
+
+    world.ctxd("chat", "install", "codex", "--user", "--uninstall")
+    with open(cfg) as f:
+        after = tomllib.loads(f.read())
+    assert "notify" not in after
+    # what is left is the user's: their config plus the trust they gave (projects, hooks.state)
+    assert {k: v for k, v in after.items() if k not in ("projects", "hooks")} == original
+    assert not os.path.exists(hooks_json) or "ctxd" not in open(hooks_json).read()
