@@ -14,17 +14,20 @@ This is what keeps ``ctxd chat install`` from re-indenting a user's settings.
 
 import json
 
+from ctxd.errors import ConfigError
+
 _decoder = json.JSONDecoder()
 
 
-class EditError(ValueError):
+class EditError(ConfigError):
+    """Not valid JSON (line and col of where), or an edit that cannot keep the rest as written."""
+
     def __init__(self, message, pos=None, text=None):
-        self.message = message
+        super().__init__(message)
         self.line = self.col = None
         if pos is not None and text is not None:
             self.line = text.count("\n", 0, pos) + 1
             self.col = pos - (text.rfind("\n", 0, pos) + 1) + 1
-        super().__init__(message)
 
 
 class Node:
