@@ -142,20 +142,20 @@ def test_refresh_is_atomic_per_batch(store, monkeypatch):
 def test_refresh_skips_a_batch_another_process_did(store, tmp_path):
     for i in range(4):
         store.add("user", f"Budget at most {100 + i} USD for item {i}.")
-    read = store.messages_after
+    read = store.fact_source_rows
     raced = []
 
-    def racing(upto, batch):  # another process takes the batch between our read and our write
-        rows = read(upto, batch)
+    def racing(upto, batch):  # another process (without the facts lock: an older ctxd) takes the
+        rows = read(upto, batch)  # batch between our read and our write
         if rows and not raced:
             other = Store(str(tmp_path / "ctx"))
             try:
-                raced.append(engine.refresh_facts(other))
+                raced.append(engine._refresh_facts(other, 2000, None))
             finally:
                 other.close()
         return rows
 
-    store.messages_after = racing
+    store.fact_source_rows = racing
     assert engine.refresh_facts(store) == 0 and raced == [4]
     assert store.facts_watermark() == store.recent(1)[0].id
     n = len(store.live_facts(100)) + store.superseded_count()
@@ -279,3 +279,27 @@ def test_knowledge_writes_are_one_transaction(store):
     assert rec["practices"] == 2 and rec["errors"] == 1 and rec["last_practice"] == 2000.0
     assert knowledge.set_prerequisites(store, "Closures", ["Scope", "closures", "scope", "Functions"])[
         "prerequisites"] == ["Scope", "Functions"]
+
+
+def test_a_capped_refresh_does_not_queue_behind_another_refresher(store, tmp_path):
+    """Hooks and ctxd context cap their refresh; while another process holds the facts lock (a
+    detached `ctxd chat refresh` catching up on a big import) they skip it instead of waiting."""
+    import subprocess
+    import sys
+
+    from ctxd.memory.layout import MemoryPaths
+
+    store.add("user", "Budget at most 100 USD.")
+    lock = MemoryPaths(store.dir).facts_lock
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time; from ctxd.activation.fileio import locked\n"
+        f"with locked({lock!r}):\n    print('held', flush=True); time.sleep(30)")],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert engine.refresh_facts(store, limit=2000) == 0  # skipped, not waited for
+        assert store.facts_watermark() == 0
+    finally:
+        holder.kill()
+        holder.wait()
+    assert engine.refresh_facts(store, limit=2000) == 1  # the lock is free again: it reads

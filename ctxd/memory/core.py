@@ -195,7 +195,7 @@ class ProjectMemory:
 
         if not self.exists():
             return []
-        return recall.rank(self.store(create=False), query)[:limit]
+        return recall.rank(self.store(create=False), query, expand=False)[:limit]
 
     def recall(self, query, budget=None, *, exclude=(), threshold=0.0):
         """Ranked recall (ctxd.memory.recall) of the turns that answer *query*, packed to

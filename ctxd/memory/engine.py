@@ -80,8 +80,22 @@ def refresh_facts(store, batch=2000, limit=None):
 
     *limit* caps the work of one call (a hook must not spend minutes catching up
     on a big imported history: it reads the newest backlog later, in a detached
-    `ctxd chat refresh`, see ``backlog``).
+    `ctxd chat refresh`, see ``backlog``). Such a capped call does nothing while
+    another process is refreshing (the facts lock): it would only queue behind that
+    process's batches for the write lock (26 s for the first context after a
+    100,000-message import); uncapped calls take turns.
     """
+    from ctxd.activation.fileio import Busy, locked
+    from ctxd.memory.layout import MemoryPaths
+
+    try:
+        with locked(MemoryPaths(store.dir).facts_lock, blocking=limit is None):
+            return _refresh_facts(store, batch, limit)
+    except Busy:
+        return 0
+
+
+def _refresh_facts(store, batch, limit):
     upto = store.facts_watermark()
     seen = 0
     while limit is None or seen < limit:

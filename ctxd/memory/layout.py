@@ -8,6 +8,7 @@
       cache/                    summaries by range, the LLM summary and its status
       handoffs/                 versioned handoff archives and their index
       .summary.lock             one background summarizer at a time
+      .facts.lock               one process extracting facts at a time
 
 ProjectMemory.paths is the instance every caller uses; the store, render,
 summarizer and engine modules take their file names from here.
@@ -23,7 +24,7 @@ class MemoryPaths:
     """The files of one context directory (see the module docstring)."""
 
     __slots__ = ("context_dir", "store", "outputs", "context_file", "context_lock", "cache", "decisions",
-                 "llm_summary", "summarizer_status", "summary_lock", "handoffs")
+                 "llm_summary", "summarizer_status", "summary_lock", "facts_lock", "handoffs")
 
     def __init__(self, context_dir):
         j = os.path.join
@@ -37,6 +38,7 @@ class MemoryPaths:
         self.llm_summary = j(context_dir, "cache", "llm-summary.json")
         self.summarizer_status = j(context_dir, "cache", "summarizer-status.json")
         self.summary_lock = j(context_dir, ".summary.lock")
+        self.facts_lock = j(context_dir, ".facts.lock")
         self.handoffs = j(context_dir, "handoffs")
 
     def to_json(self):

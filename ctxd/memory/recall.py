@@ -216,17 +216,21 @@ def _keep(hits, h):
         hits[h.message.id] = h
 
 
-def rank(store, query, *, exclude=(), now=None, pool=POOL):
+def rank(store, query, *, exclude=(), now=None, pool=POOL, expand=True):
     """[Hit] best first: relevance weighted by kind, phrases, recency, importance; then
-    words the best hits share (pseudo-relevance feedback), each question's answer and
-    each answer's question, and the turns around the best hits."""
+    (with *expand*, for recall; search lists matches only) words the best hits share
+    (pseudo-relevance feedback), each question's answer and each answer's question, and
+    the turns around the best hits."""
     scores = candidates(store, query, pool)
     if not scores:
         return []
     newest = now or store.newest_ts() or time.time()
     msgs = {m.id: m for m in store.messages(scores)}
     hits = _score(store, query, scores, msgs, newest)
-    best = sorted(hits.values(), key=lambda h: -h.score)
+    excluded = set(exclude)
+    best = sorted(hits.values(), key=lambda h: (-h.score, h.message.id))
+    if not expand:
+        return [h for h in best if h.message.id not in excluded]
     more = feedback_terms(query, best)
     if more:
         words = terms(query)[0]
@@ -253,7 +257,6 @@ def rank(store, query, *, exclude=(), now=None, pool=POOL):
                     break
                 _keep(hits, Hit(near, h.score * share, "context", 0.0))
                 near = store.beside(near)[side] if share is not NEIGHBOUR_SHARE[-1] else None
-    excluded = set(exclude)
     return sorted((h for h in hits.values() if h.message.id not in excluded), key=lambda h: (-h.score, h.message.id))
 
 

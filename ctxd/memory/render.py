@@ -13,6 +13,7 @@ from ctxd.isotime import format_utc
 FILENAME = "context.md"  # MemoryPaths.context_file
 REFRESH_LIMIT = 2000  # messages whose facts one render may extract
 TOTAL_CHARS = 12000
+OFFLOADED_LISTED = 5  # the newest offloaded outputs context.md points at
 
 
 def render(store, root, max_chars=TOTAL_CHARS, shown=None):
@@ -55,10 +56,12 @@ def render(store, root, max_chars=TOTAL_CHARS, shown=None):
     body = engine.to_markdown(ctx, "x").split("\n", 2)[2]  # drop the engine's own title
     body = body.replace("\n## ", "\n### ").replace("## ", "### ", 1) if body.startswith("## ") else body
     lines = head + [body.rstrip()]
-    offloaded = [m for m in ctx.recent if m.output_path]
+    # the newest huge outputs, shown or not (tool output is not a turn): where each one is whole
+    offloaded = store.offloaded(OFFLOADED_LISTED)
     if offloaded:
         lines += ["", "### Offloaded outputs", ""]
-        lines += [f"- #{m.id}: {m.output_chars} characters in `{m.output_path}`" for m in offloaded]
+        lines += [f"- #{m.id}{f' ({m.tool})' if m.tool else ''}: {m.output_chars} characters in "
+                  f"`{m.output_path}` (ctxd chat output {m.id})" for m in offloaded]
     return "\n".join(lines).rstrip() + "\n"
 
 

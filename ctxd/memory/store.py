@@ -465,6 +465,11 @@ class Store(FactsTables, TasksTables, ConceptsTables, SessionTables):
         except sqlite3.OperationalError:
             return []
 
+    def offloaded(self, n):
+        """The newest *n* messages whose content was offloaded to a file, newest first."""
+        return [Message(r) for r in self.db.execute(
+            "SELECT * FROM messages WHERE output_path IS NOT NULL ORDER BY id DESC LIMIT ?", (n,))]
+
     def match_count(self, expr, cap=100_000):
         """How many messages match an FTS5 expression of the word index (at most *cap*)."""
         try:
