@@ -25,6 +25,7 @@ are compiled when the first Redactor is built.
 """
 
 import re
+import string
 
 # Names of assignments whose value is a secret: the name ends with one of these words.
 _ASSIGN_WORDS = {
@@ -33,9 +34,8 @@ _ASSIGN_WORDS = {
     "token": "token", "access_token": "token", "auth_token": "token", "refresh_token": "token",
     "api_key": "api-key", "apikey": "api-key", "access_key": "api-key", "private_key": "private-key",
 }
-_ASSIGN = (
-    r"(?P<name>(?<![A-Za-z0-9_])[A-Za-z0-9_.\-]*?(?i:(?:pass(?:word|wd|phrase)|secret|token"
-    r"|api[_\-]?key|access[_\-]?key|private[_\-]?key)))"
+_ASSIGN = (  # the name's head (db_, API_, self.) is read back from the keyword: a faster scan
+    r"(?P<name>(?i:pass(?:word|wd|phrase)|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key))"
     r"(?P<nq>\\?[\"'])?"  # a quoted name ("password": ...), in JSON text escaped too
     r"(?P<sp>[ \t]*)(?P<sep>:=|=>|=(?!=)|:(?!:))[ \t]*"
     r"(?:(?P<q>\\?[\"'])(?P<qs>[^\"'\\\n\r]{1,200})(?P=q)"
@@ -99,18 +99,45 @@ def secret_env(plan):
     return out
 
 
+_NAME_CHARS = frozenset(string.ascii_letters + string.digits + "_.-")
+
+# Substrings without which a rule cannot match (in the text, or in the lower-cased text for the
+# names ending "_lower"): a rule is not run over a text that has none of them.
+HINTS = {
+    "private-key": ("PRIVATE KEY", '"private_key"'), "private-key-id": ('"private_key_id"',),
+    "anthropic-key": ("sk-ant-",), "openai-key": ("sk-",), "stripe-key": ("k_live_", "k_test_", "whsec_"),
+    "github-token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "gitlab-token": ("glpat-", "gldt-", "glrt-", "glptt-", "glft-", "glcbt-", "glsoat-"), "huggingface-token": ("hf_",),
+    "npm-token": ("npm_",), "aws-access-key": ("AKIA", "ASIA", "ABIA", "ACCA"), "slack-webhook": ("hooks.slack.com/",),
+    "slack-token": ("xox", "xapp-"), "google-api-key": ("AIza",), "jwt": ("eyJ",), "password": ("://",),
+}
+HINTS_LOWER = {
+    "aws-secret-key": ("secret", "access"), "bearer": ("bearer ",),
+    "assignment": ("pass", "secret", "token", "key"),
+}
+
+
+def _full_name(m):
+    """(name, start) of the assignment's name: the keyword and the name characters before it."""
+    text, i = m.string, m.start()
+    while i > 0 and text[i - 1] in _NAME_CHARS:
+        i -= 1
+    return text[i:m.end("name")], i
+
+
 def _assignment(m):
     """(kind, start, end) of the value to replace, or None when it is not a secret."""
-    word = m.group("name").lower().replace("-", "_")
+    name, _start = _full_name(m)
+    word = name.lower().replace("-", "_")
     kind = next((k for w, k in _BY_LENGTH if word.endswith(w)), "secret")
     if m.group("qs") is not None:
         group, v = "qs", m.group("qs")
     else:
         group, v = "us", m.group("us")
         settings = m.group("sep") == ":" or m.group("sep") == "=" and not m.group("sp") and v[0] != "="
-        if m.group("name").isupper() and settings:
+        if name.isupper() and settings:
             pass  # PASSWORD=x (shell, .env), DB_TOKEN: x (YAML) are settings, whatever the value
-        elif m.group("name").isupper() and (v.isdigit() or _IDENT_CHAIN.fullmatch(v)):
+        elif name.isupper() and (v.isdigit() or _IDENT_CHAIN.fullmatch(v)):
             return None  # ERRORTOKEN = 59, MAX_TOKEN = LIMIT: code constants
         else:
             # Code passes secrets by name (token=token, password=self.password, key: cfg.token):
@@ -132,7 +159,8 @@ class Redactor:
         disable = set(disable)
         rules = [(k, p) for k, p in BUILTIN if k not in disable]
         rules += [(k, p) for k, p in extra]
-        self.rules = [(k, re.compile(p)) for k, p in rules]
+        self.rules = [(k, re.compile(p), HINTS.get(k) if (k, p) in BUILTIN else None,
+                       HINTS_LOWER.get(k) if (k, p) in BUILTIN else None) for k, p in rules]
         self.env = {}  # literal -> name
         if env:
             import json
@@ -158,7 +186,14 @@ class Redactor:
                 return f"[REDACTED:{kind}]"
 
             text = self.env_rx.sub(env_repl, text)
-        for kind, rx in self.rules:
+        lower = None
+        for kind, rx, hints, hints_lower in self.rules:
+            if hints is not None and not any(h in text for h in hints):
+                continue
+            if hints_lower is not None:
+                lower = text.lower() if lower is None else lower
+                if not any(h in lower for h in hints_lower):
+                    continue
             if kind == "assignment":
                 def repl(m):
                     hit = _assignment(m)
@@ -179,7 +214,9 @@ class Redactor:
                 def repl(m, kind=kind):
                     bump(kind)
                     return f"[REDACTED:{kind}]"
-            text = rx.sub(repl, text)
+            text, n = rx.subn(repl, text)
+            if n:
+                lower = None
         return text, counts
 
 
