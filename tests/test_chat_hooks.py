@@ -820,6 +820,17 @@ def test_install_codex_user_adds_notify_keeping_comments(project, isolated_paths
     assert not (isolated_paths / ".codex" / "hooks.json").exists()  # ctxd created it: gone with its entries
 
 
+def test_codex_user_install_in_a_fresh_home_is_undone_whole(project, isolated_paths):
+    home = isolated_paths / ".codex"
+    assert not home.exists()
+    r = install("codex", "--user", cwd=project)
+    assert r.returncode == 0, r.stderr
+    assert (home / "hooks.json").exists() and "codex-notify" in (home / "config.toml").read_text()
+    r = install("codex", "--user", "--uninstall", cwd=project)
+    assert r.returncode == 0, r.stderr
+    assert not home.exists(), sorted(p.name for p in home.iterdir())  # ctxd made it all: nothing left
+
+
 @pytest.mark.parametrize("original", ["", 'model = "o3"\n', "[features]\ncodex_hooks = true\n",
                                       'model = "o3"\nnotify_extra = [\n  ["a"],\n]\n[profiles.x]\nmodel = "y"\n'])
 def test_codex_notify_insertion_round_trips(original, project, isolated_paths):

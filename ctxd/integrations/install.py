@@ -241,14 +241,14 @@ def _missing_dirs(path):
     return out
 
 
-def _remove_if_created(path, text, environ=None):
+def _remove_if_created(path, text, environ=None, empty="{}"):
     """Remove *path* when ctxd created it and nothing but ctxd's entries was ever in it
     (*text* is what is left once they are out); True when removed."""
     data = _created(environ)
     key = os.path.realpath(path)
     if key not in data:
         return False
-    if text.strip() != "{}":
+    if text.strip() != empty:
         return False  # someone wrote into it: theirs now
     os.unlink(key)
     for d in reversed(data[key].get("dirs", [])):
@@ -753,7 +753,10 @@ def install(tool, scope, root=None, program=None, environ=None):
         elif status == "unchanged":
             out.append(f"ctxd: Codex notify already runs ctxd ({cfg})")
         else:
+            existed, dirs = os.path.lexists(cfg), _missing_dirs(cfg)
             install_notify(cfg, program + ["chat", "hook", "codex-notify"])
+            if not existed:
+                _remember_created(cfg, dirs, environ)
             out.append(f"ctxd: Codex notify {'set' if status == 'added' else 'updated'} in {cfg}")
     out.extend(_placement_notes(tool, scope, root, environ))
     return out
@@ -770,7 +773,17 @@ def uninstall(tool, scope, root=None, environ=None):
     spec = TOOLS[tool]
     scope = normal_scope(tool, scope)
     path = settings_path(tool, scope, root, environ)
-    out = []
+    out, later = [], []
+    if tool == "codex" and scope == "user":
+        # config.toml first: a ~/.codex ctxd made goes once both files are out of it
+        cfg = codex_config_path(environ)
+        status = uninstall_notify(cfg)
+        if status == "removed":
+            _raw, left = read_text(cfg)
+            gone = left is not None and _remove_if_created(cfg, left, environ, empty="")
+            later.append(f"ctxd: removed ctxd's notify from {cfg}" + (" (and the file ctxd had created)" if gone else ""))
+        elif status == "foreign":
+            later.append(f"ctxd: the notify in {cfg} is not ctxd's; left it")
     if os.path.lexists(path):
         settings, text = _load(path, spec["comments"])
         new = copy.deepcopy(settings)
@@ -792,11 +805,4 @@ def uninstall(tool, scope, root=None, environ=None):
         if _has_ctxd_hooks(shared, spec):
             out.append(f"ctxd: note: {shared} (shared) runs ctxd's hooks too; remove them with "
                        f"`ctxd chat install claude --shared --uninstall`")
-    if tool == "codex" and scope == "user":
-        cfg = codex_config_path(environ)
-        status = uninstall_notify(cfg)
-        if status == "removed":
-            out.append(f"ctxd: removed ctxd's notify from {cfg}")
-        elif status == "foreign":
-            out.append(f"ctxd: the notify in {cfg} is not ctxd's; left it")
-    return out
+    return out + later
