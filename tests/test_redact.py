@@ -120,6 +120,7 @@ def test_each_kind_is_redacted(text, counts, gone, kept):
     "if token == expected:", "the api key is set in the environment", "tokenizer=tokenizer",
     "sk_test_short", "export PWD=/home/ada", "-----BEGIN PRIVATE KEY-----", "budget 25,000 USD by 2026-03-01",
     "see https://example.com/a:b@c", "kwargs: password=password, secret=secret",
+    "{'HAVE_STRUCT_PASSWD_PW_PASSWD': 1, 'MAX_TOKENS': 4096}", "TOKEN_LIMIT=100",
 ])
 def test_code_and_prose_are_left_alone(text):
     assert Redactor()(text) == (text, {})

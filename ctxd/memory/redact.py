@@ -135,6 +135,8 @@ def _assignment(m):
     else:
         group, v = "us", m.group("us")
         settings = m.group("sep") == ":" or m.group("sep") == "=" and not m.group("sp") and v[0] != "="
+        if v.isdigit() and len(v) < 8:
+            return None  # a count, a flag, a port: 'HAVE_STRUCT_PASSWD_PW_PASSWD': 1
         if name.isupper() and settings:
             pass  # PASSWORD=x (shell, .env), DB_TOKEN: x (YAML) are settings, whatever the value
         elif name.isupper() and (v.isdigit() or _IDENT_CHAIN.fullmatch(v)):
