@@ -211,6 +211,22 @@ def test_trusted_contextrc_secret_is_redacted_end_to_end(tmp_path):
     assert token not in log and short not in log  # short: never stored at all here
 
 
+def test_a_hook_redacts_the_contextrc_values_too(tmp_path):
+    """The AI CLI's hook (not only `ctxd chat add`): Claude Code's UserPromptSubmit, as it sends it."""
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    secret = "pw-" + rand(20)
+    (project / ".contextrc").write_text(f'[env]\nDB_PASSWORD = "{secret}"\n')
+    assert ctxd("allow", cwd=project).returncode == 0
+    sample = json.loads((Path(__file__).parent / "contracts" / "hooks" / "claude" / "user_prompt_submit.json").read_text())
+    sample.update(cwd=str(project), transcript_path="", prompt=f"why does psql reject {secret}?")
+    r = subprocess.run([sys.executable, "-m", "ctxd", "chat", "hook", "claude"], input=json.dumps(sample), cwd=project,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    log = ctxd("chat", "log", "--json", cwd=project).stdout
+    assert secret not in log and "why does psql reject [REDACTED:env:DB_PASSWORD]?" in log
+
+
 def test_untrusted_contextrc_is_never_read_for_secrets(tmp_path):
     """Its values are not set by ctxd, so they are not ctxd's to know: the file is not read."""
     project = tmp_path / "proj"
