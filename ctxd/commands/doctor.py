@@ -450,6 +450,138 @@ def _entry_time(line):
     return parse(parts[1]) if len(parts) >= 2 and parts[1][:1].isdigit() else None
 
 
+# -- AI CLIs: will they run ctxd's hooks? ----------------------------------------------
+# A line for each AI CLI ctxd's hooks are installed for (project or user scope), saying
+# whether that CLI will run them, and the one step when it will not.
+
+def _ctxd_entries(path):
+    """[(event, group index, handler index)] of ctxd's hooks in a settings or hooks.json file;
+    None when the file is missing or not plain JSON."""
+    from ctxd.integrations.install import is_ctxd_command
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    hooks = data.get("hooks") if isinstance(data, dict) else None
+    out = []
+    for event, groups in (hooks.items() if isinstance(hooks, dict) else ()):
+        for gi, g in enumerate(groups if isinstance(groups, list) else ()):
+            handlers = g.get("hooks") if isinstance(g, dict) else None
+            for hi, h in enumerate(handlers if isinstance(handlers, list) else ()):
+                if isinstance(h, dict) and is_ctxd_command(h.get("command")):
+                    out.append((event, gi, hi))
+    return out
+
+
+def _snake(event):
+    return "".join("_" + c.lower() if c.isupper() and i else c.lower() for i, c in enumerate(event))
+
+
+def _gemini_trusts(root, environ):
+    """True / False / None (unknown) for whether Gemini CLI trusts *root* (folder trust)."""
+    flag = environ.get("GEMINI_CLI_TRUST_WORKSPACE")
+    if flag in ("true", "false"):
+        return flag == "true"
+    home = os.path.expanduser("~") if "HOME" not in environ else environ["HOME"]
+    try:
+        with open(os.path.join(home, ".gemini", "settings.json"), encoding="utf-8") as f:
+            folder_trust = (json.load(f).get("security") or {}).get("folderTrust") or {}
+        if folder_trust.get("enabled") is False:
+            return True
+    except (OSError, ValueError, AttributeError):
+        pass
+    path = environ.get("GEMINI_CLI_TRUSTED_FOLDERS_PATH") or os.path.join(home, ".gemini", "trustedFolders.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            rules = json.load(f)
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError):
+        return None
+    here = os.path.realpath(root)
+    best, level = -1, None
+    for rule, trust in (rules.items() if isinstance(rules, dict) else ()):
+        base = os.path.dirname(rule) if trust == "TRUST_PARENT" else rule
+        base = os.path.realpath(base)
+        if (here == base or here.startswith(base.rstrip(os.sep) + os.sep)) and len(rule) > best:
+            best, level = len(rule), trust
+    return level in ("TRUST_FOLDER", "TRUST_PARENT")
+
+
+def _codex_untrusted(path, entries, environ):
+    """The entries of a Codex hooks.json with no trust record (``[hooks.state."<file>:<event>:<g>:<h>"]
+    trusted_hash``, what /hooks writes) in config.toml."""
+    import tomllib
+
+    from ctxd.integrations.install import codex_config_path
+
+    try:
+        with open(codex_config_path(environ), "rb") as f:
+            state = ((tomllib.load(f).get("hooks") or {}).get("state")) or {}
+    except (OSError, tomllib.TOMLDecodeError, AttributeError):
+        state = {}
+    names = {os.path.abspath(path), os.path.realpath(path)}
+    out = []
+    for event, gi, hi in entries:
+        keys = [f"{n}:{_snake(event)}:{gi}:{hi}" for n in names]
+        if not any(isinstance(state.get(k), dict) and state[k].get("trusted_hash") for k in keys):
+            out.append(event)
+    return out
+
+
+def check_ai_clis(environ):
+    from ctxd.integrations import install as inst
+    from ctxd.memory.project import locate
+
+    try:
+        root = locate(None, environ).root
+    except Exception:
+        root = None
+    checks = []
+    for tool, label in (("claude", "Claude Code"), ("gemini", "Gemini CLI"), ("codex", "Codex")):
+        found = []
+        for scope in ("project", "user"):
+            if scope == "project" and root is None:
+                continue
+            path = inst.settings_path(tool, scope, root, environ)
+            paths = [path] + ([os.path.join(os.path.dirname(path), "settings.local.json")]
+                              if tool == "claude" and scope == "project" else [])
+            for p in paths:
+                entries = _ctxd_entries(p)
+                if entries:
+                    found.append((scope, p, entries))
+        if not found:
+            continue
+        where = ", ".join(p for _s, p, _e in found)
+        problems, fix = [], None
+        if tool == "gemini" and any(s == "project" for s, _p, _e in found):
+            trusted = _gemini_trusts(root, environ)
+            if not trusted:
+                problems.append(f"Gemini CLI runs project hooks only in a folder it trusts, and {root} is "
+                                f"{'not trusted' if trusted is False else 'of unknown trust'}")
+                fix = (f"run `gemini` in {root} and trust the folder (or: ctxd chat install gemini --user; "
+                       f"headless runs: GEMINI_CLI_TRUST_WORKSPACE=true)")
+        if tool == "codex":
+            notes = [n for s, _p, _e in found for n in inst.codex_hook_notes(s, root, environ)
+                     if "deprecated" in n or "turned off" in n or "trust the folder" in n]
+            for n in dict.fromkeys(notes):
+                problems.append(n.removeprefix("ctxd: note: "))
+            untrusted = [e for _s, p, entries in found for e in _codex_untrusted(p, entries, environ)]
+            if untrusted:
+                problems.append(f"Codex skips ctxd's {', '.join(untrusted)} hook"
+                                f"{'s' if len(untrusted) > 1 else ''} until you trust them")
+            if problems:
+                fix = "run `codex` in the project, type /hooks and trust ctxd's entries (trust the folder when asked)"
+        if problems:
+            checks.append(Check(f"{tool} hooks", WARN, "; ".join(problems) + f" ({where})", fix))
+        else:
+            extra = " (trusted; /hooks shows an entry ctxd rewrote since as modified)" if tool == "codex" else ""
+            checks.append(Check(f"{tool} hooks", OK, f"{label} runs ctxd's hooks from {where}{extra}"))
+    return checks
+
+
 def run_checks(environ=None):
     environ = dict(os.environ) if environ is None else environ
     checks = []
@@ -470,6 +602,7 @@ def run_checks(environ=None):
     checks.append(check_config(environ))
     checks.append(check_trust(environ))
     checks.extend(check_store(environ))
+    checks.extend(check_ai_clis(environ))
     checks.append(check_log(environ))
     return shell, checks
 

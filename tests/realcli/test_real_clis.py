@@ -268,3 +268,42 @@ def test_codex_user_scope_with_notify(world, stub):
     # what is left is the user's: their config plus the trust they gave (projects, hooks.state)
     assert {k: v for k, v in after.items() if k not in ("projects", "hooks")} == original
     assert not os.path.exists(hooks_json) or "ctxd" not in open(hooks_json).read()
+
+
+# -- ctxd doctor agrees with the real CLIs ---------------------------------------------------
+
+def doctor_check(world, tool):
+    r = world.ctxd("doctor", "--json", check=False)
+    assert r.returncode in (0, 1), r.stderr
+    checks = {c["name"]: c for c in json.loads(r.stdout)["checks"]}
+    return checks.get(f"{tool} hooks")
+
+
+def test_doctor_tells_when_codex_will_run_the_hooks(world, stub):
+    need("codex")
+    world.ctxd("chat", "install", "codex")
+    c = doctor_check(world, "codex")
+    assert c["status"] == "warn" and "/hooks" in c["fix"], c
+    world.codex(PROMPT1)
+    assert world.log() == [], "Codex ran hooks doctor calls untrusted"
+    trust_codex(world, world.project)
+    c = doctor_check(world, "codex")
+    assert c["status"] == "ok", c
+    world.codex(PROMPT1)
+    assert prompts(world.log()) == [PROMPT1], "doctor says ok, but Codex did not run the hooks"
+
+
+def test_doctor_tells_when_gemini_will_run_the_hooks(world, stub):
+    need("gemini")
+    world.ctxd("chat", "install", "gemini")
+    del world.env["GEMINI_CLI_TRUST_WORKSPACE"]
+    c = doctor_check(world, "gemini")
+    assert c["status"] == "warn" and "trust" in c["fix"], c
+    r = world.run([cli_path("gemini"), "-p", PROMPT1], check=False)
+    assert r.returncode != 0 or world.log() == [], "Gemini ran project hooks in a folder doctor calls untrusted"
+    with open(os.path.join(world.gemini_dir, "trustedFolders.json"), "w") as f:
+        json.dump({world.project: "TRUST_FOLDER"}, f)
+    c = doctor_check(world, "gemini")
+    assert c["status"] == "ok", c
+    world.gemini(PROMPT1)
+    assert prompts(world.log()) == [PROMPT1], "doctor says ok, but Gemini did not run the hooks"
