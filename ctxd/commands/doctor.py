@@ -546,7 +546,8 @@ def check_ai_clis(environ):
             if scope == "project" and root is None:
                 continue
             path = inst.settings_path(tool, scope, root, environ)
-            paths = [path] + ([os.path.join(os.path.dirname(path), "settings.local.json")]
+            # Claude's "project" scope is settings.local.json (personal); the shared settings.json too
+            paths = [path] + ([inst.settings_path(tool, "shared", root, environ)]
                               if tool == "claude" and scope == "project" else [])
             for p in paths:
                 entries = _ctxd_entries(p)
