@@ -234,3 +234,26 @@ def test_recover_of_a_file_that_is_not_sqlite_keeps_it_and_starts_clean(tmp_path
     n, lost, backup = recover(str(tmp_path))
     assert n == 0 and open(backup, "rb").read() == b"garbage, not sqlite" * 1000
     assert Store(str(tmp_path)).integrity() == "ok"
+
+
+def test_order_is_when_it_happened_not_when_it_was_imported(tmp_path):
+    """Two sessions imported newest first: the recent turns, the last session and the summary's
+    dates follow the messages' own times."""
+    from ctxd.memory import engine
+
+    s = Store(str(tmp_path / "ctx"))
+    day = 86400
+    later = [dict(kind="prompt", content=f"later session prompt {i}", session="b", ts=1_770_000_000 + day + i,
+                  dedup=f"b{i}") for i in range(30)]
+    earlier = [dict(kind="prompt", content=f"earlier session prompt {i}", session="a", ts=1_770_000_000 + i,
+                    dedup=f"a{i}") for i in range(30)]
+    s.add_many(later)
+    s.add_many(earlier)  # imported last, happened first
+    assert [m.content for m in s.recent(2)] == ["later session prompt 28", "later session prompt 29"]
+    assert s.last_session() == "b" and s.sessions() == ["b", "a"]
+    ctx = engine.assemble(s, budget=300, mode="hybrid")
+    assert ctx.recent[-1].content == "later session prompt 29"
+    summary = next(p.text for p in ctx.parts if p.name == "summary")
+    assert "2026-02-02 to 2026-02-03" in summary  # not "2026-02-03 to 2026-02-02"
+    assert "Initial request: earlier session prompt 0" in summary
+    s.close()

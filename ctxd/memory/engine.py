@@ -581,7 +581,8 @@ def assemble(store, *, budget, mode="auto", query=None, system=None, system_comp
         ctx.recent = list(reversed(picked))
 
     if mode in ("summary", "hybrid") and ctx.recent:
-        older_upto = ctx.recent[0].id - 1
+        # what happened before the window, stored before or after it (files imported in any order)
+        older_upto = store.last_id_before(ctx.recent[0].ts, ctx.recent[0].id)
         left = max(0, budget - used - sum(m.tokens + PER_MESSAGE for m in ctx.recent))
         s = summary_block(store, older_upto, min(left, int(budget * 0.15)), os.path.join(store.dir, "cache"),
                           llm=llm_summary)

@@ -413,11 +413,12 @@ class Store(FactsTables, TasksTables, ConceptsTables, SessionTables):
         return Message(row) if row else None
 
     def recent(self, n=20, session=None):
-        """The last *n* messages, oldest first."""
+        """The last *n* messages by when they happened (not when they were stored), oldest first:
+        files imported in any order, and live records reconciled later, keep their places."""
         if session is None:
-            rows = self.db.execute("SELECT * FROM messages ORDER BY id DESC LIMIT ?", (n,)).fetchall()
+            rows = self.db.execute("SELECT * FROM messages ORDER BY ts DESC, id DESC LIMIT ?", (n,)).fetchall()
         else:
-            rows = self.db.execute("SELECT * FROM messages WHERE session = ? ORDER BY id DESC LIMIT ?",
+            rows = self.db.execute("SELECT * FROM messages WHERE session = ? ORDER BY ts DESC, id DESC LIMIT ?",
                                    (session, n)).fetchall()
         return [Message(r) for r in reversed(rows)]
 
@@ -530,6 +531,12 @@ class Store(FactsTables, TasksTables, ConceptsTables, SessionTables):
         return {r[0] for r in self.db.execute(
             "SELECT id FROM messages WHERE session = ? ORDER BY id DESC LIMIT ?", (session, limit))}
 
+    def last_id_before(self, ts, mid):
+        """The largest id of the messages that happened before (*ts*, *mid*), 0 when none did."""
+        row = self.db.execute("SELECT max(id) FROM messages WHERE ts < ? OR (ts = ? AND id < ?)",
+                              (ts, ts, mid)).fetchone()
+        return row[0] or 0
+
     def newest_ts(self):
         row = self.db.execute("SELECT max(ts) FROM messages").fetchone()
         return row[0] if row and row[0] is not None else 0.0
@@ -552,12 +559,12 @@ class Store(FactsTables, TasksTables, ConceptsTables, SessionTables):
                                "ORDER BY id", (session, role, content)).fetchall()
 
     def last_session(self):
-        row = self.db.execute("SELECT session FROM messages ORDER BY id DESC LIMIT 1").fetchone()
+        row = self.db.execute("SELECT session FROM messages ORDER BY ts DESC, id DESC LIMIT 1").fetchone()
         return row[0] if row else None
 
     def sessions(self):
         return [r[0] for r in self.db.execute(
-            "SELECT session FROM messages GROUP BY session ORDER BY max(id) DESC").fetchall()]
+            "SELECT session FROM messages GROUP BY session ORDER BY max(ts) DESC, max(id) DESC").fetchall()]
 
     # -- deleting -------------------------------------------------------------
     def forget(self, *, mid=None, before=None, session=None, everything=False):

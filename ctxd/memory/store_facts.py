@@ -136,18 +136,19 @@ class FactsTables:
         return self.db.execute("SELECT min(id) FROM messages").fetchone()[0] or 0
 
     def first_ts_from(self, first):
-        """The time of the first message with id >= *first* (0 when there is none)."""
-        row = self.db.execute("SELECT ts FROM messages WHERE id >= ? ORDER BY id LIMIT 1", (first,)).fetchone()
-        return row[0] if row else 0
+        """The earliest time of the messages with id >= *first* (0 when there is none): when they
+        happened, whatever order they were stored in."""
+        row = self.db.execute("SELECT min(ts) FROM messages WHERE id >= ?", (first,)).fetchone()
+        return row[0] if row and row[0] is not None else 0
 
     def last_ts_upto(self, upto):
-        """The time of the last message with id <= *upto* (0 when there is none)."""
-        row = self.db.execute("SELECT ts FROM messages WHERE id <= ? ORDER BY id DESC LIMIT 1", (upto,)).fetchone()
-        return row[0] if row else 0
+        """The latest time of the messages with id <= *upto* (0 when there is none)."""
+        row = self.db.execute("SELECT max(ts) FROM messages WHERE id <= ?", (upto,)).fetchone()
+        return row[0] if row and row[0] is not None else 0
 
     def first_user_content(self, upto):
         """The content of the first user message with id <= *upto*, or None."""
-        row = self.db.execute("SELECT content FROM messages WHERE role = 'user' AND id <= ? ORDER BY id LIMIT 1",
+        row = self.db.execute("SELECT content FROM messages WHERE role = 'user' AND id <= ? ORDER BY ts, id LIMIT 1",
                               (upto,)).fetchone()
         return row[0] if row else None
 

@@ -26,10 +26,10 @@ class SessionTables:
         marks = ",".join("?" * len(_TYPED))
         args = [RESULT_HEAD + RESULT_TAIL, RESULT_HEAD, RESULT_TAIL, *_TYPED]
         if session is None:
-            sql = f"SELECT {cols} FROM messages WHERE kind IN ({marks}, 'meta') ORDER BY id DESC LIMIT ?"
+            sql = f"SELECT {cols} FROM messages WHERE kind IN ({marks}, 'meta') ORDER BY ts DESC, id DESC LIMIT ?"
         else:
             sql = (f"SELECT {cols} FROM messages WHERE kind IN ({marks}, 'meta') AND session = ? "
-                   "ORDER BY id DESC LIMIT ?")
+                   "ORDER BY ts DESC, id DESC LIMIT ?")
             args.append(session)
         args.append(limit)
         rows = self.db.execute(sql, args).fetchall()
@@ -39,9 +39,9 @@ class SessionTables:
         """The first typed prompt (of *session*, else of the whole store) as a row, or None."""
         if session is None:
             return self.db.execute("SELECT id, session, ts, content FROM messages WHERE kind = 'prompt' "
-                                   "ORDER BY id LIMIT 1").fetchone()
+                                   "ORDER BY ts, id LIMIT 1").fetchone()
         return self.db.execute("SELECT id, session, ts, content FROM messages WHERE kind = 'prompt' AND session = ? "
-                               "ORDER BY id LIMIT 1", (session,)).fetchone()
+                               "ORDER BY ts, id LIMIT 1", (session,)).fetchone()
 
     def kind_of(self, msg_id):
         """The kind of message *msg_id*, or None."""
