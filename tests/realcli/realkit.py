@@ -66,6 +66,9 @@ class World:
             "PATH": os.pathsep.join([os.path.dirname(NODE or "/usr/bin/node"), os.path.dirname(sys.executable),
                                      "/usr/local/bin", "/usr/bin", "/bin"]),
             "NO_COLOR": "1", "TERM": "dumb", "CI": "true",
+            # Codex 0.171 runs `git ls-remote https://github.com/openai/plugins.git` (its curated
+            # plugins) on start: git may use local files only, so nothing leaves the machine.
+            "GIT_ALLOW_PROTOCOL": "file", "GIT_TERMINAL_PROMPT": "0",
             # Claude Code
             "CLAUDE_CONFIG_DIR": self.claude_dir,
             "ANTHROPIC_BASE_URL": stub.url,
@@ -130,7 +133,7 @@ class World:
 
 
 def codex_config(url):
-    return (f'model = "gpt-stub"\nmodel_provider = "stub"\n\n'
+    return (f'model = "gpt-stub"\nmodel_provider = "stub"\ncheck_for_update_on_startup = false\n\n'
             f'[model_providers.stub]\nname = "stub"\nbase_url = "{url}/v1"\nwire_api = "responses"\n'
             f'env_key = "STUB_API_KEY"\n')
 
