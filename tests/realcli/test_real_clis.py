@@ -101,9 +101,14 @@ def assert_reimport_adds_nothing(world, files):
 
 
 def session2_request_text(stub, api):
+    """What session 2 sent the model, from the start of ctxd's SessionStart context on (the
+    block ctxd renders, "# Conversation context: ..."; Gemini wraps it in <hook_context>)."""
     calls = stub.model_calls(api)
     assert calls, f"session 2 sent the model nothing (requests: {[(r.method, r.path) for r in stub.requests]})"
-    return "\n".join(c.text() for c in calls)
+    sent = "\n".join(c.text() for c in calls)
+    at = sent.find("# Conversation context:")
+    assert at >= 0, "ctxd's SessionStart context is not in what session 2 sent the model"
+    return sent[at:at + 10_000]
 
 
 # -- Claude Code -----------------------------------------------------------------------
@@ -125,7 +130,7 @@ def test_claude_code(world, stub):
     stub.clear()
     world.claude(PROMPT2)
     sent = session2_request_text(stub, "anthropic")
-    assert FACT in sent, "session 2's request to the model does not carry session 1's fact"
+    assert FACT in sent, "ctxd's SessionStart context in session 2's request lacks session 1's fact"
     rows = world.log()
     assert conversation(rows) == [("prompt", "user", PROMPT1), ("reply", "assistant", "OK"),
                                   ("prompt", "user", PROMPT2), ("reply", "assistant", "OK")], rows
