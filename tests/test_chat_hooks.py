@@ -1071,3 +1071,22 @@ def test_hook_path_does_not_import_click(project):
             "print('click' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.stdout.strip().splitlines()[-1] == "False", r.stderr
+
+
+@needs_importers
+def test_gemini_after_agent_turn_is_replaced_by_the_imported_replies(project, tmp_path):
+    """Real files: Gemini's AfterAgent prompt_response is the whole turn's replies joined with
+    newlines; once the session file is imported, the live record goes (one copy of each reply)."""
+    real = Path(__file__).parent / "contracts" / "real"
+    session = tmp_path / "session.jsonl"
+    session.write_text((real / "gemini" / "session-2026-04-01T11-11-5cdd2021.jsonl").read_text())
+    for name in ("before_agent.json", "after_agent.json", "session_end.json"):
+        d = json.loads((real / "hooks" / "gemini" / name).read_text())
+        d.update(cwd=str(project), transcript_path=str(session))
+        r = hook("gemini", json.dumps(d))
+        assert r.returncode == 0 and json.loads(r.stdout) == {}, r.stderr
+    ms = messages(project)
+    assert not any(m["dedup"].startswith("gemini-hook:") for m in ms)
+    contents = [m["content"] for m in ms]
+    assert contents.count('I will create two "Hello World" files, one in text format and one in Python.') == 1
+    assert contents.count("create 2 hello world files") == 1

@@ -558,6 +558,11 @@ class Store(FactsTables, TasksTables, ConceptsTables, SessionTables):
         return self.db.execute("SELECT id, dedup FROM messages WHERE session = ? AND role = ? AND content = ? "
                                "ORDER BY id", (session, role, content)).fetchall()
 
+    def session_replies(self, session):
+        """Rows (id, content, dedup) of *session*'s replies, in the order they happened."""
+        return self.db.execute("SELECT id, content, dedup FROM messages WHERE session = ? AND kind = 'reply' "
+                               "ORDER BY ts, id", (session,)).fetchall()
+
     def last_session(self):
         row = self.db.execute("SELECT session FROM messages ORDER BY ts DESC, id DESC LIMIT 1").fetchone()
         return row[0] if row else None
