@@ -378,6 +378,9 @@ def test_garbage_payload_exits_0_quietly_and_logs(tool, data):
     ("claude", b"[1, 2, 3]", "the payload is a JSON list, not an object"),
     ("gemini", b'{"hook_event_name": "SessionStart", "session_id": "s"}', "the payload has no cwd"),
     ("codex", b"", "empty stdin: no hook payload"),
+    ("claude", b'{"hook_event_name": "UserPromptSubmit", "session_id": "s", "prompt": "hi", '
+               b'"cwd": "/nonexistent/ctxd-gone"}',
+     "the payload's cwd /nonexistent/ctxd-gone does not exist (nothing recorded for it)"),
 ])
 def test_a_failed_hook_says_why_in_one_line_and_logs_it_dated(tool, data, reason):
     """The line and the log entry come from the one error boundary (ctxd.boundary)."""

@@ -68,9 +68,11 @@ def _memory(payload, redact=True):
     cwd = payload.get("cwd")
     if not isinstance(cwd, str) or not cwd.strip():
         raise HookError("the payload has no cwd")
+    if not os.path.isdir(os.path.expanduser(cwd)):
+        raise HookError(f"the payload's cwd {cwd} does not exist (nothing recorded for it)")
     from ctxd.memory.core import ProjectMemory
 
-    return ProjectMemory.at(os.path.abspath(cwd), redact=redact)
+    return ProjectMemory.at(os.path.abspath(os.path.expanduser(cwd)), redact=redact)
 
 
 # Live records (prompts and responses seen by hooks, Codex notify) are provisional:
