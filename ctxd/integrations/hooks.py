@@ -4,7 +4,7 @@ Claude Code, Gemini CLI and Codex run these as hook commands: a JSON payload
 on stdin (Codex's ``notify`` program gets it as its one argument instead).
 The project is found from the payload's ``cwd``. What each event does:
 
-- SessionStart: inject the project's context (at most ``CONTEXT_LIMIT``
+- SessionStart: inject the project's context (at most ``HOOK_CONTEXT_CHARS``
   characters) as ``hookSpecificOutput.additionalContext``; nothing when the
   store is empty.
 - a submitted prompt (Claude/Codex UserPromptSubmit, Gemini BeforeAgent):
@@ -33,7 +33,6 @@ import sys
 
 from ctxd.errors import CtxdError
 
-CONTEXT_LIMIT = 10_000  # characters; Claude Code passes ~10K whole and cuts larger to a preview
 TOOLS = ("claude", "gemini", "codex", "codex-notify")
 USAGE = "usage: ctxd chat hook claude|gemini|codex  (payload on stdin) | ctxd chat hook codex-notify JSON"
 
@@ -121,7 +120,7 @@ def _record(mem, messages, tool=None, session=None):
 def on_session_start(tool, payload):
     # never creates a store just to read it; only reading: no redaction rules to compile
     with _memory(payload, redact=False) as mem:
-        text = mem.session_context(CONTEXT_LIMIT, session=_id(payload, "session_id"))
+        text = mem.session_context(session=_id(payload, "session_id"))
     if not text:
         return None
     return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
@@ -170,9 +169,6 @@ def on_prompt(tool, payload):
         extra = mem.prompt_context(session, text) if rec["kind"] == "prompt" else ""
     if not extra:
         return None
-    if len(extra) > CONTEXT_LIMIT:  # Claude Code shows the model a preview of more than ~10K characters
-        cut = extra[:CONTEXT_LIMIT]
-        extra = cut[:cut.rfind("\n") + 1] or cut
     return {"hookSpecificOutput": {"hookEventName": PROMPT_EVENT[tool], "additionalContext": extra}}
 
 

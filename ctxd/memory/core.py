@@ -228,9 +228,11 @@ class ProjectMemory:
             return recall.Recall(query, [], 0, "", 0)
         return recall.recall(self.store(create=False), query, budget, exclude=exclude, threshold=threshold)
 
-    def prompt_context(self, session, prompt, *, budget=None, time_limit=PROMPT_RECALL_SECONDS):
+    def prompt_context(self, session, prompt, *, budget=None, time_limit=PROMPT_RECALL_SECONDS,
+                       limit_chars=HOOK_CONTEXT_CHARS):
         """What a just-submitted prompt should come with: the earlier turns relevant to it
-        (at most *budget* tokens, [context] recall_budget, else 1,500), "" when nothing
+        (at most *budget* tokens, [context] recall_budget, else 1,500, and *limit_chars*
+        characters), "" when nothing
         scores above the relevance threshold ([context] recall_threshold).
 
         Never what *session* holds already (its own turns, its SessionStart context,
@@ -263,7 +265,11 @@ class ProjectMemory:
             boundary.log_exception(f"per-prompt recall for session {session or '?'}: nothing injected ({why})")
         if not text:
             return ""
-        return f"Relevant earlier turns of this project (ctxd recall for this prompt):\n{text}\n"
+        out = f"Relevant earlier turns of this project (ctxd recall for this prompt):\n{text}\n"
+        if len(out) > limit_chars:  # Claude Code shows the model only a preview of more than ~10K
+            cut = out[:limit_chars]
+            out = cut[:cut.rfind("\n") + 1] or cut
+        return out
 
     def get(self, mid):
         m = self.store(create=False).get(mid)
