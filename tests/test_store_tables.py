@@ -50,9 +50,10 @@ def test_message_reads(store):
     assert store.count_between(ids[0], ids[3]) == 3
     assert store.user_turns_before("a", ids[4], 10) == 2  # "b" and later ids do not count
     assert store.user_turns_before("a", ids[4], 1) == 1  # counted up to the limit
-    rows = store.messages_after(ids[1], 2)
+    rows = store.fact_source_rows(ids[1], 2)
     assert [r["id"] for r in rows] == ids[2:4]
-    assert set(rows[0].keys()) == {"id", "ts", "role", "content", "importance", "session", "source"}
+    assert set(rows[0].keys()) == {"id", "ts", "role", "content", "importance", "session", "source", "kind",
+                                   "subtype"}
     assert store.has_session("b") and not store.has_session("c")
 
 

@@ -110,11 +110,6 @@ class FactsTables:
     # -- message reads for the engine --------------------------------------------------
     # Generic reads of the messages table the engine needs (the store owner may move
     # them next to the other message reads in store.py).
-    def messages_after(self, upto, batch):
-        """The next *batch* messages after id *upto* (the columns fact extraction reads)."""
-        return self.db.execute("SELECT id, ts, role, content, importance, session, source FROM messages "
-                               "WHERE id > ? ORDER BY id LIMIT ?", (upto, batch)).fetchall()
-
     def user_turns_before(self, session, msg_id, limit):
         """How many user messages of *session* precede *msg_id*, counted up to *limit*."""
         return self.db.execute("SELECT count(*) FROM (SELECT 1 FROM messages WHERE session = ? AND role = 'user' "
