@@ -86,8 +86,11 @@ def test_install_lines_and_rc_files():
         ("~/.config/fish/config.fish", "ctxd hook fish | source"),
     ]
     for s in SUPPORTED:
-        block = get_shell(s).rc_block()
-        assert block.endswith(get_shell(s).install_line + "\n") and "# ctxd" in block
+        sh = get_shell(s)
+        # the block is a guarded form of the install line (issue 13: PATH fallback, fish guard)
+        block = sh.rc_block("/opt/ctxd/bin/ctxd")
+        assert block.endswith("\n") and "# ctxd" in block and "/opt/ctxd/bin/ctxd" in block
+        assert any(sh.loads_hook(line) for line in block.splitlines())
 
 
 @pytest.mark.parametrize("shell", SUPPORTED)

@@ -18,22 +18,41 @@ def rc_loads_hook(sh, path):
 @click.option("--shell", "shell", type=click.Choice(SUPPORTED), help="Default: the shell you run.")
 @click.option("--write", is_flag=True, help="Append the hook line to the shell's rc file (once).")
 def setup(shell, write):
-    """Show (or, with --write, add) the line that turns ctxd on in your shell."""
+    """Show (or, with --write, add) the lines that turn ctxd on in your shell.
+
+    They load the hook with ctxd from PATH, else with the absolute path of this
+    ctxd (a login shell may read the rc file before ~/.local/bin is on PATH);
+    without either they drop a project environment the shell inherited. fish
+    loads the hook only in interactive shells.
+    """
+    from ctxd.shells.base import console_script
+
     sh = get_shell(shell or detect_shell())
-    rc, line = sh.rc_file, sh.install_line
+    rc = sh.rc_file
     path = os.path.expanduser(rc)
     present = rc_loads_hook(sh, path)
+    block = sh.rc_block(console_script())
     if not write:
         state = "already there" if present else "not there yet"
-        click.echo(f"# {sh.name}: add this line to {rc} ({state}), then open a new shell:")
-        click.echo(line)
+        click.echo(f"# {sh.name}: add these lines to {rc} ({state}), then open a new shell:")
+        click.echo(block.strip("\n"))
+        click.echo(f"# (or type this to load it now: {sh.install_line})")
         if not present:
-            click.echo(f"# or let ctxd add it: ctxd setup --shell {sh.name} --write")
+            click.echo(f"# or let ctxd add them: ctxd setup --shell {sh.name} --write")
         return
     if present:
         click.echo(f"ctxd is already set up in {rc}")
         return
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(sh.rc_block())
-    click.echo(f"added to {rc}: {line}\nopen a new shell (or run it now) to start using ctxd")
+    from ctxd.activation.fileio import atomic_write
+
+    path = os.path.realpath(path)  # a dotfiles symlink stays a symlink
+    old, mode = "", 0o644
+    if os.path.exists(path):
+        with open(path, encoding="utf-8", errors="surrogateescape") as f:
+            old = f.read()
+        mode = os.stat(path).st_mode & 0o7777
+    if old and not old.endswith("\n"):
+        old += "\n"
+    # the whole file, renamed over the old one: a crash never leaves half an rc file
+    atomic_write(path, (old + block).encode("utf-8", "surrogateescape"), mode=mode)
+    click.echo(f"added to {rc}: the ctxd hook lines\nopen a new shell (or run {sh.install_line}) to start using ctxd")

@@ -71,6 +71,20 @@ def export_command():
     return [sys.executable, "-I", "-S", "-c", code]
 
 
+def console_script():
+    """The absolute path of the ctxd console script of this installation: the
+    one next to the interpreter (a venv's, pipx's or uv's bin/: stays valid
+    across upgrades and reinstalls; never a version manager's shim), else the
+    one on PATH, else None."""
+    here = os.path.join(os.path.dirname(sys.executable), "ctxd")
+    if os.path.isfile(here) and os.access(here, os.X_OK):
+        return here
+    import shutil
+
+    found = shutil.which("ctxd")
+    return os.path.abspath(found) if found else None
+
+
 class Shell:
     """One shell's text. Callers: `ctxd hook` (hook), `ctxd export` (the
     primitives, fast_leave, join), `ctxd setup` (rc_file, install_line,
@@ -89,9 +103,31 @@ class Shell:
         """The line that loads the hook (in the rc file, or typed now)."""
         return f'eval "$(ctxd hook {self.name})"'
 
-    def rc_block(self):
-        """What `ctxd setup --write` appends to the rc file."""
-        return f"\n# ctxd: project environments on cd\n{self.install_line}\n"
+    def rc_block(self, ctxd_path=None):
+        """What `ctxd setup --write` appends to the rc file: the hook line that
+        works before the console script's directory is on PATH (a login shell
+        whose ~/.profile sources the rc file first), with the absolute path of
+        the console script as a fallback (*ctxd_path*; default: this one), and
+        that drops an inherited project environment when ctxd cannot run."""
+        if ctxd_path is None:
+            ctxd_path = console_script()
+        return ("\n# ctxd: project environments on cd (written by `ctxd setup`; the path is a fallback\n"
+                "# for shells that start before it is on PATH; without ctxd, inherited state is dropped)\n"
+                + self.rc_text(ctxd_path))
+
+    def rc_text(self, ctxd_path):
+        """The guarded lines themselves (one of them loads_hook())."""
+        raise NotImplementedError
+
+    def home_relative(self, path):
+        """*path* as shell text, $HOME-relative when it is under $HOME."""
+        home = os.path.expanduser("~").rstrip("/")
+        if home and path.startswith(home + "/"):
+            return self.home_word() + self.quote(path[len(home) + 1:])
+        return self.quote(path)
+
+    def home_word(self):
+        return '"$HOME"/'
 
     def rc_candidates(self, environ):
         """Every startup file that may load the hook, in the order the shell reads them."""

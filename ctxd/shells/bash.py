@@ -39,6 +39,33 @@ class Bash(Shell):
     def rc_candidates(self, environ):
         return [os.path.join(self.home(environ), f) for f in self.startup_files]
 
+    def rc_text(self, ctxd_path):
+        # the console script on PATH first (whatever the user installed last),
+        # then the absolute path `ctxd setup` saw: a login shell sources the
+        # rc file before ~/.local/bin is on PATH; a missing one prints nothing
+        alt = ""
+        if ctxd_path:
+            p = self.home_relative(ctxd_path)
+            alt = f" || {{ [ -x {p} ] && {p} hook {self.name}; }}"
+        return (f"if _ctxd_h=$({{ command -v ctxd >/dev/null && ctxd hook {self.name}; }}{alt}); then\n"
+                '  eval "$_ctxd_h"\n'
+                'elif [ -n "${CTXD_STATE-}" ]; then\n'
+                f"  {self.drop_inherited_command()}\n"
+                "fi\nunset _ctxd_h\n")
+
+    def drop_inherited_command(self):
+        """Without ctxd (gone, or not on PATH) in a shell that inherited a
+        project's environment: drop what ctxd set there, as far as the shell
+        can tell without ctxd (CTXD_STATE cannot be read): the VIRTUAL_ENV and
+        PATH entries inside CTXD_ROOT, ctxd's own variables, and its state."""
+        return ('if [ -n "${CTXD_ROOT-}" ]; then '
+                'case ${VIRTUAL_ENV-} in "$CTXD_ROOT"/*) unset VIRTUAL_ENV;; esac; '
+                '_ctxd_p=$PATH: _ctxd_n=; '
+                'while [ -n "$_ctxd_p" ]; do _ctxd_e=${_ctxd_p%%:*}; _ctxd_p=${_ctxd_p#*:}; '
+                'case $_ctxd_e in "$CTXD_ROOT"/*) ;; *) _ctxd_n=${_ctxd_n:+$_ctxd_n:}$_ctxd_e;; esac; done; '
+                'PATH=$_ctxd_n; unset _ctxd_p _ctxd_n _ctxd_e CTXD_ROOT CTXD_TYPES CTXD_CONTEXT_DIR CTXD_STATUS; '
+                f"fi; {self.drop_state_command()}")
+
     def drop_state_command(self):
         return f"{self.restore_fn} 2>/dev/null; unset CTXD_STATE CTXD_WATCH"
 

@@ -46,6 +46,28 @@ class Fish(Shell):
     def install_line(self):
         return "ctxd hook fish | source"
 
+    def home_word(self):
+        return "$HOME/"
+
+    def rc_text(self, ctxd_path):
+        # config.fish runs in every fish process (fish -c, scripts, tide's
+        # prompt workers): only an interactive fish loads the hook
+        lines = ["if status is-interactive", "    if command -q ctxd", "        ctxd hook fish | source"]
+        if ctxd_path:
+            p = self.home_relative(ctxd_path)
+            lines += [f"    else if test -x {p}", f"        {p} hook fish | source"]
+        lines += ["    else if set -q CTXD_STATE", f"        {self.drop_inherited_command()}", "    end", "end"]
+        return "".join(line + "\n" for line in lines)
+
+    def drop_inherited_command(self):
+        """See Bash.drop_inherited_command."""
+        return ('if test -n "$CTXD_ROOT"; '
+                'set -l _ctxd_re "^"(string escape --style=regex -- "$CTXD_ROOT/"); '
+                'string match -q -r -- $_ctxd_re "$VIRTUAL_ENV"; and set -e VIRTUAL_ENV; '
+                'set -gx PATH (string match -v -r -- $_ctxd_re $PATH); '
+                'set -e CTXD_ROOT CTXD_TYPES CTXD_CONTEXT_DIR CTXD_STATUS; '
+                f"end; {self.drop_state_command()}")
+
     def rc_candidates(self, environ):
         home = self.home(environ)
         cfg = environ.get("XDG_CONFIG_HOME", "")
