@@ -567,8 +567,8 @@ def breakdown(context_dir, root, reps=15):
     """Median ms of what reads the store on the `chat add` and SessionStart paths (warm connection)."""
     import glob
 
-    from ctxd.integrations import hooks
     from ctxd.memory import render
+    from ctxd.memory.core import ProjectMemory
     from ctxd.memory.project import Project
     from ctxd.memory.store import Store
 
@@ -589,17 +589,18 @@ def breakdown(context_dir, root, reps=15):
     t0 = time.perf_counter()
     store = Store(context_dir, create=False)
     out = {"open": (time.perf_counter() - t0) * 1000}
-    project = Project(root, context_dir, {}, {})
+    mem = ProjectMemory(Project(root, context_dir, {}, {}))
+    mem._store = store  # the benchmark times this one open store  # noqa: SLF001
     try:
         q = {"count()": "SELECT count(*) FROM messages",
-             "recent(200)": "SELECT * FROM messages ORDER BY id DESC LIMIT 200"}
+             "recent(200)": "SELECT * FROM messages ORDER BY ts DESC, id DESC LIMIT 200"}
         plans = {k: " ".join(r[-1] for r in store.db.execute("EXPLAIN QUERY PLAN " + v)) for k, v in q.items()}
         out["count()"] = med(store.count)
         out["recent(200)"] = med(lambda: store.recent(200))
         out["render cold"] = med(lambda: render.render(store, root), cold=True)
         out["render warm"] = med(lambda: render.render(store, root))
-        out["start cold"] = med(lambda: hooks.session_context(project, store), cold=True)
-        out["start warm"] = med(lambda: hooks.session_context(project, store))
+        out["start cold"] = med(lambda: mem.session_context(), cold=True)
+        out["start warm"] = med(lambda: mem.session_context())
         calls = {"n": 0}
         real = store.count
 
@@ -609,7 +610,7 @@ def breakdown(context_dir, root, reps=15):
 
         store.count = counting
         clear()
-        hooks.session_context(project, store)
+        mem.session_context()
         out["count() calls"] = calls["n"]
         store.count = real
     finally:
