@@ -49,7 +49,7 @@ class Bash(Shell):
             alt = f" || {{ [ -x {p} ] && {p} hook {self.name}; }}"
         return (f"if _ctxd_h=$({{ command -v ctxd >/dev/null && ctxd hook {self.name}; }}{alt}); then\n"
                 '  eval "$_ctxd_h"\n'
-                'elif [ -n "${CTXD_STATE-}" ]; then\n'
+                "else\n"
                 f"  {self.drop_inherited_command()}\n"
                 "fi\nunset _ctxd_h\n")
 
@@ -58,13 +58,14 @@ class Bash(Shell):
         project's environment: drop what ctxd set there, as far as the shell
         can tell without ctxd (CTXD_STATE cannot be read): the VIRTUAL_ENV and
         PATH entries inside CTXD_ROOT, ctxd's own variables, and its state."""
-        return ('if [ -n "${CTXD_ROOT-}" ]; then '
+        return ('unset _CTXD_HOOK; [ -z "${CTXD_STATE-}" ] || { '
+                'if [ -n "${CTXD_ROOT-}" ]; then '
                 'case ${VIRTUAL_ENV-} in "$CTXD_ROOT"/*) unset VIRTUAL_ENV;; esac; '
                 '_ctxd_p=$PATH: _ctxd_n=; '
                 'while [ -n "$_ctxd_p" ]; do _ctxd_e=${_ctxd_p%%:*}; _ctxd_p=${_ctxd_p#*:}; '
                 'case $_ctxd_e in "$CTXD_ROOT"/*) ;; *) _ctxd_n=${_ctxd_n:+$_ctxd_n:}$_ctxd_e;; esac; done; '
                 'PATH=$_ctxd_n; unset _ctxd_p _ctxd_n _ctxd_e CTXD_ROOT CTXD_TYPES CTXD_CONTEXT_DIR CTXD_STATUS; '
-                f"fi; {self.drop_state_command()}")
+                f"fi; {self.drop_state_command()}; }}")
 
     def drop_state_command(self):
         return f"{self.restore_fn} 2>/dev/null; unset CTXD_STATE CTXD_WATCH"

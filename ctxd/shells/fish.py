@@ -56,17 +56,17 @@ class Fish(Shell):
         if ctxd_path:
             p = self.home_relative(ctxd_path)
             lines += [f"    else if test -x {p}", f"        {p} hook fish | source"]
-        lines += ["    else if set -q CTXD_STATE", f"        {self.drop_inherited_command()}", "    end", "end"]
+        lines += ["    else", f"        {self.drop_inherited_command()}", "    end", "end"]
         return "".join(line + "\n" for line in lines)
 
     def drop_inherited_command(self):
         """See Bash.drop_inherited_command."""
-        return ('if test -n "$CTXD_ROOT"; '
+        return ('set -e _CTXD_HOOK; set -q CTXD_STATE; and begin; if test -n "$CTXD_ROOT"; '
                 'set -l _ctxd_re "^"(string escape --style=regex -- "$CTXD_ROOT/"); '
                 'string match -q -r -- $_ctxd_re "$VIRTUAL_ENV"; and set -e VIRTUAL_ENV; '
                 'set -gx PATH (string match -v -r -- $_ctxd_re $PATH); '
                 'set -e CTXD_ROOT CTXD_TYPES CTXD_CONTEXT_DIR CTXD_STATUS; '
-                f"end; {self.drop_state_command()}")
+                f"end; {self.drop_state_command()}; end")
 
     def rc_candidates(self, environ):
         home = self.home(environ)
