@@ -1,0 +1,54 @@
+"""`ctxd setup`: what it shows and how it writes the rc file (the real command)."""
+
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from ctxd.shells import SUPPORTED, get_shell
+from ctxd.shells.base import console_script
+
+CTXD = os.path.join(os.path.dirname(sys.executable), "ctxd")
+
+
+def setup(home, *args):
+    env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"))
+    return subprocess.run([CTXD, "setup", *args], env=env, capture_output=True, text=True)
+
+
+def test_console_script_is_the_one_next_to_the_interpreter_not_a_shim():
+    assert console_script() == CTXD and os.access(CTXD, os.X_OK)
+
+
+@pytest.mark.parametrize("shell", SUPPORTED)
+def test_show_prints_the_block_with_the_absolute_path(shell, tmp_path):
+    r = setup(tmp_path, "--shell", shell)
+    assert r.returncode == 0 and r.stderr == ""
+    assert get_shell(shell).rc_block(CTXD).strip("\n") in r.stdout
+    assert "not there yet" in r.stdout and not (tmp_path / ".bashrc").exists()
+
+
+def test_write_keeps_a_symlinked_rc_file_a_symlink_and_its_mode(tmp_path):
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    target = dotfiles / "bashrc"
+    target.write_text("alias ll='ls -l'")  # no final newline
+    target.chmod(0o640)
+    os.symlink(target, tmp_path / ".bashrc")
+    r = setup(tmp_path, "--shell", "bash", "--write")
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert os.path.islink(tmp_path / ".bashrc")
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o640
+    assert target.read_text() == "alias ll='ls -l'\n" + get_shell("bash").rc_block(CTXD)
+    written = target.read_text()
+    r = setup(tmp_path, "--shell", "bash", "--write")
+    assert "already set up" in r.stdout and target.read_text() == written
+
+
+def test_write_creates_fishs_config_directory(tmp_path):
+    r = setup(tmp_path, "--shell", "fish", "--write")
+    assert r.returncode == 0 and r.stderr == ""
+    text = (tmp_path / ".config" / "fish" / "config.fish").read_text()
+    assert text == get_shell("fish").rc_block(CTXD)
