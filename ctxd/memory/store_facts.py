@@ -143,8 +143,8 @@ class FactsTables:
 
     def first_user_content(self, upto):
         """The content of the first user message with id <= *upto*, or None."""
-        row = self.db.execute("SELECT content FROM messages WHERE role = 'user' AND id <= ? ORDER BY ts, id LIMIT 1",
-                              (upto,)).fetchone()
+        row = self.db.execute("SELECT content FROM messages WHERE role = 'user' AND +id <= ? ORDER BY ts, id "
+                              "LIMIT 1", (upto,)).fetchone()  # +id: walk messages_ts from the oldest
         return row[0] if row else None
 
     def has_session(self, session):

@@ -26,9 +26,10 @@ class SessionTables:
         marks = ",".join("?" * len(_TYPED))
         args = [RESULT_HEAD + RESULT_TAIL, RESULT_HEAD, RESULT_TAIL, *_TYPED]
         if session is None:
-            sql = f"SELECT {cols} FROM messages WHERE kind IN ({marks}, 'meta') ORDER BY ts DESC, id DESC LIMIT ?"
+            # +kind: walk messages_ts from the newest (the kind index would sort the whole history)
+            sql = f"SELECT {cols} FROM messages WHERE +kind IN ({marks}, 'meta') ORDER BY ts DESC, id DESC LIMIT ?"
         else:
-            sql = (f"SELECT {cols} FROM messages WHERE kind IN ({marks}, 'meta') AND session = ? "
+            sql = (f"SELECT {cols} FROM messages WHERE +kind IN ({marks}, 'meta') AND session = ? "
                    "ORDER BY ts DESC, id DESC LIMIT ?")
             args.append(session)
         args.append(limit)
@@ -38,8 +39,8 @@ class SessionTables:
     def first_prompt(self, session=None):
         """The first typed prompt (of *session*, else of the whole store) as a row, or None."""
         if session is None:
-            return self.db.execute("SELECT id, session, ts, content FROM messages WHERE kind = 'prompt' "
-                                   "ORDER BY ts, id LIMIT 1").fetchone()
+            return self.db.execute("SELECT id, session, ts, content FROM messages WHERE +kind = 'prompt' "
+                                   "ORDER BY ts, id LIMIT 1").fetchone()  # +kind: walk messages_ts
         return self.db.execute("SELECT id, session, ts, content FROM messages WHERE kind = 'prompt' AND session = ? "
                                "ORDER BY ts, id LIMIT 1", (session,)).fetchone()
 
