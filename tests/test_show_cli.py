@@ -137,6 +137,8 @@ def test_setup_prints_then_writes_once(tmp_path):
     assert 'eval "$(ctxd hook zsh)"' in out and "not there yet" in out
     ctxd("setup", "--shell", "zsh", "--write", env=env, cwd=tmp_path)
     ctxd("setup", "--shell", "zsh", "--write", env=env, cwd=tmp_path)
-    assert (home / ".zshrc").read_text().count('eval "$(ctxd hook zsh)"') == 1
+    rc = (home / ".zshrc").read_text()
+    assert rc.count("# ctxd: project environments on cd") == 1  # written once
+    assert rc.count("ctxd hook zsh") == 2  # on PATH, else the absolute fallback (one block)
     ctxd("setup", "--shell", "fish", "--write", env=env, cwd=tmp_path)
     assert "ctxd hook fish | source" in (home / ".config/fish/config.fish").read_text()

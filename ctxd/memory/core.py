@@ -417,7 +417,7 @@ class ProjectMemory:
         return n, summarizer.refresh(store, self.project.config)
 
     def integrity(self):
-        """"ok" or what SQLite's integrity check found (StoreCorrupt when unreadable)."""
+        """"ok" or what SQLite's integrity check found."""
         return self.store(create=False).integrity()
 
     def recover(self):

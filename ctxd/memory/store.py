@@ -615,11 +615,12 @@ class Store(FactsTables, TasksTables, ConceptsTables, SessionTables):
                         "updated = excluded.updated", (path, offset, head, time.time()))
 
     def integrity(self):
-        """"ok", or the problems PRAGMA integrity_check reports; StoreCorrupt when unreadable."""
+        """"ok", or the problems PRAGMA integrity_check reports (pages so damaged that the check
+        itself cannot read them are such a problem too: SQLite's own message)."""
         try:
             return self.db.execute("PRAGMA integrity_check").fetchone()[0]
         except sqlite3.DatabaseError as e:
-            raise StoreCorrupt(f"the conversation store {self.path} is corrupt ({e})") from None
+            return str(e)
 
     # -- deleting by import key -----------------------------------------------
     def forget_dedup(self, keys):
