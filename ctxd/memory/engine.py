@@ -754,26 +754,46 @@ def facts_layout(facts):
     handoff builder reads its Progress, Pending tasks and Next step)."""
     out = {k: [] for k in FACT_SECTIONS}
     for r in facts:
-        text, kinds = _trim(r["text"]), set(r["kinds"].split(","))
-        if r["superseded_by"] is not None:
+        text = _trim(r["text"])
+        role = fact_role(r, text)
+        if role == "superseded":
             out["Superseded (no longer current)"].append(_trim(r["text"], 160))
-        elif r["tag"] == "question":
+        elif role == "question":
             out["User questions"].append(r["text"])  # verbatim
-        elif NEXT.search(text):
-            out["Next step"].append(text)
-        elif r["tag"] == "todo":
-            out["Pending tasks"].append(text)
-        elif ERRORS.search(text):
-            out["Errors and fixes"].append(text)
-        elif DONE.search(text):
-            out["Progress"].append(text)
-        elif r["tag"] in ("requirement", "preference"):
-            out["Requirements and preferences"].append(text)
-        elif kinds == {"path"} or ("path" in kinds and not kinds & {"version", "url", "money", "date"}):
-            out["Files touched"].append(text)
         else:
-            out["Key technical points"].append(text)
+            out[_FACTS_LAYOUT[role]].append(text)
     return {k: v for k, v in out.items() if v}
+
+
+_FACTS_LAYOUT = {"next": "Next step", "todo": "Pending tasks", "error": "Errors and fixes", "done": "Progress",
+                 "requirement": "Requirements and preferences", "path": "Files touched",
+                 "point": "Key technical points"}
+_SESSION_LAYOUT = {"next": "Next step", "todo": "Pending tasks", "error": "Errors and fixes",
+                   "done": "Problem solving", "requirement": "Key technical points",
+                   "path": "Key technical points", "point": "Key technical points"}
+
+
+def fact_role(r, text):
+    """What a kept fact says, for the layouts that arrange facts: superseded, question, next,
+    todo, error, done, requirement, path or point (the first that applies, in that order)."""
+    kinds = set(r["kinds"].split(","))
+    if r["superseded_by"] is not None:
+        return "superseded"
+    if r["tag"] == "question":
+        return "question"
+    if NEXT.search(text):
+        return "next"
+    if r["tag"] == "todo":
+        return "todo"
+    if ERRORS.search(text):
+        return "error"
+    if DONE.search(text):
+        return "done"
+    if r["tag"] in ("requirement", "preference"):
+        return "requirement"
+    if kinds == {"path"} or ("path" in kinds and not kinds & {"version", "url", "money", "date"}):
+        return "path"
+    return "point"
 
 
 def session_memory(ctx):
@@ -791,7 +811,7 @@ def session_memory(ctx):
             out[k] += lines
     seen = {facts_mod.normalize(l) for v in out.values() for l in v}
     for r in ctx.facts:
-        text, kinds = _trim(session_mod.clean(r["text"])), set(r["kinds"].split(","))
+        text = _trim(session_mod.clean(r["text"]))
         norm = facts_mod.normalize(text)
         if r["tag"] == "question" and r["superseded_by"] is None:
             if f"Open question: {text}" not in out["Pending tasks"]:
@@ -800,20 +820,13 @@ def session_memory(ctx):
         if norm in seen or any(norm and norm in s for s in seen):
             continue
         seen.add(norm)
-        if r["superseded_by"] is not None:
+        role = fact_role(r, text)
+        if role == "superseded":
             out["Key technical points"].append(f"{STALE} {_trim(text, 160)}")
-        elif r["tag"] == "question":
+        elif role == "question":
             out["Pending tasks"].append(f"Open question: {text}")
-        elif NEXT.search(text):
-            out["Next step"].append(text)
-        elif r["tag"] == "todo":
-            out["Pending tasks"].append(text)
-        elif ERRORS.search(text):
-            out["Errors and fixes"].append(text)
-        elif DONE.search(text):
-            out["Problem solving"].append(text)
         else:
-            out["Key technical points"].append(text)
+            out[_SESSION_LAYOUT[role]].append(text)
     if not out["Current work"]:
         last = [m for m in ctx.recent if m.kind == "prompt" or (not m.kind and m.role == "user")][-1:]
         if last and (ctx.facts or out["User messages"]):
