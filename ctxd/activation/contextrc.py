@@ -5,6 +5,8 @@ Schema (README ".contextrc reference" documents it for users):
     [ctxd]      inherit = true          # false: parent .contextrc files do not apply
     [env]       NAME = "value"          # ~ and ${VAR} / ${VAR:-default} expanded; $$ is a $
                 NAME = false            # unset NAME
+                files = [".env"]        # dotenv files (python-dotenv syntax), relative to this
+                                        # file's directory; later files and [env] keys win
     [path]      prepend = ["bin"]       # relative to this file's directory
                 append = ["tools"]
     [detect]    node = false            # turn a built-in detector off (or back on) here
@@ -151,7 +153,13 @@ def _validate(path, text, doc):
             out[k] = v
         return out
 
-    env = env_table(table("env"), ("env",))
+    env_t = dict(table("env"))
+    files = env_t.pop("files", [])
+    if isinstance(files, str):
+        files = [files]
+    if not isinstance(files, list) or not all(isinstance(e, str) and e and "\0" not in e for e in files):
+        fail(("env",), "files", "'env.files' must be a list of .env file paths, e.g. [\".env\"]")
+    env = env_table(env_t, ("env",))
     path_ = path_table(table("path"), ("path",))
 
     detect = {}
@@ -212,7 +220,7 @@ def _validate(path, text, doc):
             fail(("context",), k, f"'context.{k}' must be a string")
         ctx[k] = v
 
-    return {"inherit": inherit, "env": env, "path": path_, "detect": detect, "hooks": hooks,
+    return {"inherit": inherit, "env": env, "env_files": files, "path": path_, "detect": detect, "hooks": hooks,
             "branch": branches, "context": ctx, "unknown": unknown}
 
 
@@ -227,7 +235,8 @@ def load(path):
 
     with open(path, "rb") as f:
         data = f.read()
-    parsed = cached_parse("contextrc", data, lambda d: parse_bytes(path, d))
+    # "contextrc+files": [env] files changed what a parse holds; older cached parses are not reused
+    parsed = cached_parse("contextrc+files", data, lambda d: parse_bytes(path, d))
     return parsed, sha256_hex(data), data
 
 

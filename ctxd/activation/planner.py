@@ -130,6 +130,8 @@ def build(root, base, environ):
     branch_layers = []
     for path, parsed in reversed(layers):
         d = os.path.dirname(path)
+        for entry in parsed.get("env_files", ()):
+            _env_file(plan, contextrc.resolve_dir(entry, d, home), running, env_final)
         for name, value in parsed["env"]:
             env_final[name] = (value, path, d)
         front[:0] = [(contextrc.resolve_dir(e, d, home), path) for e in parsed["path"]["prepend"]]
@@ -159,12 +161,13 @@ def build(root, base, environ):
                     front[:0] = [(contextrc.resolve_dir(e, d, home), src) for e in spec["path"]["prepend"]]
                     back.extend((contextrc.resolve_dir(e, d, home), src) for e in spec["path"]["append"])
 
-    for name, (value, src, _d) in env_final.items():
+    for name, (value, src, d) in env_final.items():
         if value is None:
             plan.unset(name, src)
             running.pop(name, None)
         else:
-            value = contextrc.expand(value, running, home)
+            if d is not None:  # None: a .env value, resolved already (python-dotenv's ${VAR} rules)
+                value = contextrc.expand(value, running, home)
             plan.set(name, value, src)
             running[name] = value
     plan.prepend[:0] = front
@@ -178,6 +181,22 @@ def build(root, base, environ):
     plan.context = ctx
     _finish(plan, environ)
     return plan
+
+
+def _env_file(plan, path, running, env_final):
+    """Add a trusted .contextrc's .env file to the plan: its values (source: the file), its
+    warnings, and the file itself to the watched paths (an edit, or the file appearing,
+    re-runs the hook like an edit of the .contextrc does). python-dotenv loads only here."""
+    from ctxd.activation import dotenv_files
+
+    plan.watch.append(path)
+    values, warnings, existed = dotenv_files.read(path, running)
+    plan.warnings.extend(warnings)
+    if not existed:
+        plan.notes.append(f"env file {path}: not found (watched: creating it applies it)")
+    for name, value in values:
+        env_final[name] = (value, path, None)
+        running[name] = value
 
 
 def _finish(plan, environ, error=False):
