@@ -14,8 +14,15 @@ CTXD = os.path.join(os.path.dirname(sys.executable), "ctxd")
 
 
 def setup(home, *args):
-    env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"))
+    env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"),
+               XDG_CACHE_HOME=str(home / ".cache"))
     return subprocess.run([CTXD, "setup", *args], env=env, capture_output=True, text=True)
+
+
+def block(shell, home, monkeypatch):
+    """The block `setup(home, ...)` writes: the start-up copy of the hook is under that HOME."""
+    monkeypatch.setenv("HOME", str(home))
+    return get_shell(shell).rc_block(CTXD, str(home / ".cache" / "ctxd" / "hook" / f"ctxd.{shell}"))
 
 
 def test_console_script_is_the_one_next_to_the_interpreter_not_a_shim():
@@ -23,14 +30,15 @@ def test_console_script_is_the_one_next_to_the_interpreter_not_a_shim():
 
 
 @pytest.mark.parametrize("shell", SUPPORTED)
-def test_show_prints_the_block_with_the_absolute_path(shell, tmp_path):
+def test_show_prints_the_block_with_the_absolute_path(shell, tmp_path, monkeypatch):
     r = setup(tmp_path, "--shell", shell)
     assert r.returncode == 0 and r.stderr == ""
-    assert get_shell(shell).rc_block(CTXD).strip("\n") in r.stdout
+    assert block(shell, tmp_path, monkeypatch).strip("\n") in r.stdout
+    assert '"$HOME"/.cache/ctxd/hook/ctxd.' in r.stdout or "$HOME/'.cache/ctxd/hook/ctxd.fish'" in r.stdout
     assert "not there yet" in r.stdout and not (tmp_path / ".bashrc").exists()
 
 
-def test_write_keeps_a_symlinked_rc_file_a_symlink_and_its_mode(tmp_path):
+def test_write_keeps_a_symlinked_rc_file_a_symlink_and_its_mode(tmp_path, monkeypatch):
     dotfiles = tmp_path / "dotfiles"
     dotfiles.mkdir()
     target = dotfiles / "bashrc"
@@ -41,14 +49,14 @@ def test_write_keeps_a_symlinked_rc_file_a_symlink_and_its_mode(tmp_path):
     assert r.returncode == 0 and r.stderr == "", r.stderr
     assert os.path.islink(tmp_path / ".bashrc")
     assert stat.S_IMODE(os.stat(target).st_mode) == 0o640
-    assert target.read_text() == "alias ll='ls -l'\n" + get_shell("bash").rc_block(CTXD)
+    assert target.read_text() == "alias ll='ls -l'\n" + block("bash", tmp_path, monkeypatch)
     written = target.read_text()
     r = setup(tmp_path, "--shell", "bash", "--write")
     assert "already set up" in r.stdout and target.read_text() == written
 
 
-def test_write_creates_fishs_config_directory(tmp_path):
+def test_write_creates_fishs_config_directory(tmp_path, monkeypatch):
     r = setup(tmp_path, "--shell", "fish", "--write")
     assert r.returncode == 0 and r.stderr == ""
     text = (tmp_path / ".config" / "fish" / "config.fish").read_text()
-    assert text == get_shell("fish").rc_block(CTXD)
+    assert text == block("fish", tmp_path, monkeypatch)

@@ -163,7 +163,9 @@ def test_drop_state_command_runs_the_restore_function_then_drops_the_state(shell
     assert r.stdout.split() == ["back=", "0"] and r.stderr == "", r.stdout + r.stderr
 
 
-def test_setup_writes_the_shells_block_once_and_sees_a_looser_line(tmp_path):
+def test_setup_writes_the_shells_block_once_and_sees_a_looser_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))  # the block names the start-up copy of the hook "$HOME"-relative
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / ".cache"))
     env = dict(os.environ, HOME=str(tmp_path))
     ctxd = [os.path.join(os.path.dirname(shellkit.sys.executable), "ctxd")]
     rc = tmp_path / ".bashrc"

@@ -23,7 +23,10 @@ def setup(shell, write):
     They load the hook with ctxd from PATH, else with the absolute path of this
     ctxd (a login shell may read the rc file before ~/.local/bin is on PATH);
     without either they drop a project environment the shell inherited. fish
-    loads the hook only in interactive shells.
+    loads the hook only in interactive shells. At shell start they source a
+    copy of the hook that `ctxd hook` keeps in the cache dir, without starting
+    ctxd; that copy stands down by itself once ctxd is upgraded, reinstalled
+    or edited, and the lines then run `ctxd hook`, which writes it again.
     """
     from ctxd.shells.base import console_script
 
@@ -40,6 +43,11 @@ def setup(shell, write):
         if not present:
             click.echo(f"# or let ctxd add them: ctxd setup --shell {sh.name} --write")
         return
+    from ctxd.commands.hook import hook_text, write_cache
+
+    # the copy of the hook the lines source at shell start (no process): now,
+    # so that the first new shell is already fast
+    write_cache(sh, hook_text(sh))
     if present:
         click.echo(f"ctxd is already set up in {rc}")
         return

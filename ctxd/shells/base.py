@@ -71,6 +71,13 @@ def export_command():
     return [sys.executable, "-I", "-S", "-c", code]
 
 
+def hook_cache_file(shell_name, environ=None):
+    """Where the start-up copy of the hook for *shell_name* lives (see ctxd.commands.hook)."""
+    from ctxd import paths
+
+    return os.path.join(paths.cache_dir(environ), "hook", f"ctxd.{shell_name}")
+
+
 def console_script():
     """The absolute path of the ctxd console script of this installation: the
     one next to the interpreter (a venv's, pipx's or uv's bin/: stays valid
@@ -103,21 +110,40 @@ class Shell:
         """The line that loads the hook (in the rc file, or typed now)."""
         return f'eval "$(ctxd hook {self.name})"'
 
-    def rc_block(self, ctxd_path=None):
+    def rc_block(self, ctxd_path=None, hook_file=None):
         """What `ctxd setup --write` appends to the rc file: the hook line that
         works before the console script's directory is on PATH (a login shell
         whose ~/.profile sources the rc file first), with the absolute path of
         the console script as a fallback (*ctxd_path*; default: this one), and
-        that drops an inherited project environment when ctxd cannot run."""
+        that drops an inherited project environment when ctxd cannot run.
+        First of all it sources *hook_file* (default: this user's start-up copy
+        of the hook, see ctxd.commands.hook), which starts no process and
+        stands down when it is not current."""
         if ctxd_path is None:
             ctxd_path = console_script()
-        return ("\n# ctxd: project environments on cd (written by `ctxd setup`; the path is a fallback\n"
+        if hook_file is None:
+            hook_file = hook_cache_file(self.name)
+        return ("\n# ctxd: project environments on cd (written by `ctxd setup`; the copy of the hook\n"
+                "# loads without starting ctxd and stands down when ctxd changed; the path is a fallback\n"
                 "# for shells that start before it is on PATH; without ctxd, inherited state is dropped)\n"
-                + self.rc_text(ctxd_path))
+                + self.rc_text(ctxd_path, hook_file))
 
-    def rc_text(self, ctxd_path):
+    def rc_text(self, ctxd_path, hook_file=None):
         """The guarded lines themselves (one of them loads_hook())."""
         raise NotImplementedError
+
+    def cache_guard(self, dist_info, interpreter, sources, own_path, comment):
+        """First lines of the start-up copy of the hook at *own_path*: status 1
+        (nothing defined) unless *dist_info* (None: not checked) and the
+        *interpreter* exist and no file of *sources* is newer than the copy.
+        Builtins only: `[[ -nt ]]` is a stat, no process."""
+        q = self.quote
+        tests = [f"-x {q(interpreter)}"]
+        if dist_info:
+            tests.insert(0, f"-d {q(dist_info)}")
+        tests += [f"-e {q(s)} && ! {q(s)} -nt {q(own_path)}" for s in sources]
+        return (f"# {comment}\n"
+                f"[[ {' && '.join(tests)} ]] || \\builtin return 1\n")
 
     def home_relative(self, path):
         """*path* as shell text, $HOME-relative when it is under $HOME."""

@@ -39,15 +39,21 @@ class Bash(Shell):
     def rc_candidates(self, environ):
         return [os.path.join(self.home(environ), f) for f in self.startup_files]
 
-    def rc_text(self, ctxd_path):
-        # the console script on PATH first (whatever the user installed last),
-        # then the absolute path `ctxd setup` saw: a login shell sources the
-        # rc file before ~/.local/bin is on PATH; a missing one prints nothing
+    def rc_text(self, ctxd_path, hook_file=None):
+        # the start-up copy of the hook first (no process; it returns 1 when
+        # ctxd changed since it was written), then the console script on PATH
+        # (whatever the user installed last; it writes the copy again), then
+        # the absolute path `ctxd setup` saw: a login shell sources the rc
+        # file before ~/.local/bin is on PATH; a missing one prints nothing
         alt = ""
         if ctxd_path:
             p = self.home_relative(ctxd_path)
             alt = f" || {{ [ -x {p} ] && {p} hook {self.name}; }}"
-        return (f"if _ctxd_h=$({{ command -v ctxd >/dev/null && ctxd hook {self.name}; }}{alt}); then\n"
+        first = ""
+        if hook_file:
+            f = self.home_relative(hook_file)
+            first = f"if [ -r {f} ] && . {f}; then :\nel"
+        return (f"{first}if _ctxd_h=$({{ command -v ctxd >/dev/null && ctxd hook {self.name}; }}{alt}); then\n"
                 '  eval "$_ctxd_h"\n'
                 "else\n"
                 f"  {self.drop_inherited_command()}\n"

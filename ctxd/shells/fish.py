@@ -49,10 +49,17 @@ class Fish(Shell):
     def home_word(self):
         return "$HOME/"
 
-    def rc_text(self, ctxd_path):
+    def rc_text(self, ctxd_path, hook_file=None):
         # config.fish runs in every fish process (fish -c, scripts, tide's
-        # prompt workers): only an interactive fish loads the hook
-        lines = ["if status is-interactive", "    if command -q ctxd", "        ctxd hook fish | source"]
+        # prompt workers): only an interactive fish loads the hook. The
+        # start-up copy first (see Bash.rc_text).
+        lines = ["if status is-interactive"]
+        if hook_file:
+            f = self.home_relative(hook_file)
+            lines += [f"    if test -r {f}; and source {f}", "    else if command -q ctxd"]
+        else:
+            lines += ["    if command -q ctxd"]
+        lines += ["        ctxd hook fish | source"]
         if ctxd_path:
             p = self.home_relative(ctxd_path)
             lines += [f"    else if test -x {p}", f"        {p} hook fish | source"]
@@ -67,6 +74,15 @@ class Fish(Shell):
                 'set -gx PATH (string match -v -r -- $_ctxd_re $PATH); '
                 'set -e CTXD_ROOT CTXD_TYPES CTXD_CONTEXT_DIR CTXD_STATUS; '
                 f"end; {self.drop_state_command()}; end")
+
+    def cache_guard(self, dist_info, interpreter, sources, own_path, comment):
+        """See Shell.cache_guard (fish's test has -nt too)."""
+        q = self.quote
+        tests = [f"test -x {q(interpreter)}"]
+        if dist_info:
+            tests.insert(0, f"test -d {q(dist_info)}")
+        tests += [f"test -e {q(s)}; and not test {q(s)} -nt {q(own_path)}" for s in sources]
+        return f"# {comment}\n{'; and '.join(tests)}; or return 1\n"
 
     def rc_candidates(self, environ):
         home = self.home(environ)

@@ -150,7 +150,9 @@ def test_a_shell_that_inherits_a_project_without_ctxd_comes_out_clean(shell, hom
     # ctxd uninstalled since: not on PATH, and the path `ctxd setup` wrote is gone
     from ctxd.shells import get_shell
 
-    write_rc(home, shell, get_shell(shell).rc_block(str(tmp_path / "uninstalled" / "bin" / "ctxd")))
+    # (uninstalled: its start-up copy of the hook is gone, or stands down, see test_e2e_startup.py)
+    write_rc(home, shell, get_shell(shell).rc_block(str(tmp_path / "uninstalled" / "bin" / "ctxd"),
+                                                    str(tmp_path / "uninstalled" / "cache" / f"ctxd.{shell}")))
     env = dict(inherited, PATH=without_ctxd(inherited["PATH"]))
     s = open_shell(shell, ["-i"], home, env)
     opened.append(s)
@@ -169,7 +171,8 @@ def test_a_venv_of_the_users_own_outside_the_project_is_kept(shell, home, tmp_pa
     from ctxd.shells import get_shell
 
     own = str(tmp_path / "own-venv")
-    write_rc(home, shell, get_shell(shell).rc_block(str(tmp_path / "gone" / "ctxd")))
+    write_rc(home, shell, get_shell(shell).rc_block(str(tmp_path / "gone" / "ctxd"),
+                                                    str(tmp_path / "gone" / f"ctxd.{shell}")))
     env = dict(base_env(home), CTXD_STATE="x", CTXD_WATCH="y", CTXD_ROOT=str(tmp_path / "p"),
                VIRTUAL_ENV=own, PATH=f"{tmp_path}/p/.venv/bin:{own}/bin:/usr/bin:/bin")
     env["PATH"] = without_ctxd(env["PATH"])
