@@ -76,6 +76,8 @@ def write_cache(sh, text, environ=None):
     """Write the start-up copy of *text*; the path, or None when it cannot be written."""
     from ctxd.activation.fileio import atomic_write
 
+    if not sh.hook_cache:
+        return None
     path = cache_file(sh.name, environ)
     try:
         atomic_write(path, cached_hook(sh, text, path), mode=0o644)

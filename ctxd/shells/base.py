@@ -103,6 +103,7 @@ class Shell:
     restore_fn = ""       # the function the export defines to undo itself
     fast_leave_var = ""   # non-exported flag: the hook may leave without ctxd
     rc_file = ""          # where the install line goes, as shown to the user
+    hook_cache = False    # rc lines source a start-up copy of the hook (cache_guard, rc_text's hook_file)
 
     # -- what the user puts in, or types into, the shell ---------------------
     @property
@@ -121,12 +122,18 @@ class Shell:
         stands down when it is not current."""
         if ctxd_path is None:
             ctxd_path = console_script()
+        if not self.hook_cache:  # a shell without a start-up copy (no cache_guard)
+            return (self._rc_header() + self.rc_text(ctxd_path))
         if hook_file is None:
             hook_file = hook_cache_file(self.name)
         return ("\n# ctxd: project environments on cd (written by `ctxd setup`; the copy of the hook\n"
                 "# loads without starting ctxd and stands down when ctxd changed; the path is a fallback\n"
                 "# for shells that start before it is on PATH; without ctxd, inherited state is dropped)\n"
                 + self.rc_text(ctxd_path, hook_file))
+
+    def _rc_header(self):
+        return ("\n# ctxd: project environments on cd (written by `ctxd setup`; the path is a fallback\n"
+                "# for shells that start before it is on PATH; without ctxd, inherited state is dropped)\n")
 
     def rc_text(self, ctxd_path, hook_file=None):
         """The guarded lines themselves (one of them loads_hook())."""

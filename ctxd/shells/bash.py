@@ -34,6 +34,7 @@ class Bash(Shell):
     fast_leave_var = "_ctxd_fast_leave"
     hook_fn = "_ctxd_hook"
     rc_file = "~/.bashrc"
+    hook_cache = True
     startup_files = (".bashrc", ".bash_profile", ".bash_login", ".profile")
 
     def rc_candidates(self, environ):

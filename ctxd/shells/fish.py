@@ -41,6 +41,7 @@ class Fish(Shell):
     restore_fn = "__ctxd_restore"
     fast_leave_var = "__ctxd_fast_leave"
     rc_file = "~/.config/fish/config.fish"
+    hook_cache = True
 
     @property
     def install_line(self):
