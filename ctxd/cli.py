@@ -37,6 +37,7 @@ def _register():
     from ctxd.commands import chat, chat_hooks, chat_import, context, export, handoff, hook, rcfile, setup, show
     from ctxd.commands import completion, doctor, mcp as mcp_cmd, paths as paths_cmd, task, teach as teach_cmd
     from ctxd.commands import recall, trust
+    from ctxd.commands import sync as sync_cmd
 
     chat.chat.add_command(chat_hooks.hook)
     chat.chat.add_command(chat_hooks.install)
@@ -44,7 +45,7 @@ def _register():
     for command in (task.task, chat.chat, context.context, handoff.handoff, trust.allow, trust.deny,
                     rcfile.init, rcfile.edit, rcfile.status, setup.setup, hook.hook, export.export, show.show,
                     teach_cmd.teach, teach_cmd.review, completion.completion, doctor.doctor, paths_cmd.paths,
-                    mcp_cmd.mcp, recall.recall):
+                    mcp_cmd.mcp, recall.recall, sync_cmd.sync):
         cli.add_command(command)
 
 

@@ -18,6 +18,7 @@ class ExitCode:
     UNTRUSTED = 5  # the file is not trusted (ctxd allow)
     STATE = 6  # the shell state variable was corrupt; environment unloaded
     VALUE = 7  # a value cannot be represented (e.g. NUL byte in a variable)
+    SYNC = 8  # ctxd sync: git failed or refused (remote unreachable, ref rejected, timed out)
     INTERRUPTED = 130  # Ctrl-C: 128 + SIGINT, what shells report for an interrupted command
 
 
@@ -51,3 +52,7 @@ class StateError(CtxdError):
 
 class ValueRejected(CtxdError):
     exit_code = ExitCode.VALUE
+
+
+class SyncError(CtxdError):
+    exit_code = ExitCode.SYNC

@@ -27,7 +27,8 @@ from ctxd.errors import ConfigError
 
 FILENAME = ".contextrc"
 KNOWN_TOP = ("ctxd", "env", "path", "detect", "hooks", "branch", "context")
-KNOWN_CONTEXT = ("store", "model", "budget", "system", "system_file", "recall_budget", "recall_threshold")
+KNOWN_CONTEXT = ("store", "model", "budget", "system", "system_file", "recall_budget", "recall_threshold",
+                 "share")
 
 
 class RcError(ConfigError):
@@ -213,6 +214,9 @@ def _validate(path, text, doc):
         elif k in ("budget", "recall_budget"):
             if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
                 fail(("context",), k, f"'context.{k}' must be a positive integer (tokens)")
+        elif k == "share":  # ctxd sync: "git" shares the project's memory through git, "off" never
+            if v not in ("git", "off"):
+                fail(("context",), k, "'context.share' must be \"git\" or \"off\"")
         elif k == "recall_threshold":
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
                 fail(("context",), k, "'context.recall_threshold' must be a number from 0 to 1 (share of the prompt's terms)")

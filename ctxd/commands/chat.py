@@ -22,7 +22,8 @@ def _line(m, width=None):
     if width and len(text) > width:
         text = text[: width - 1] + "…"
     kind = m.kind + (f":{m.tool or m.subtype}" if (m.tool or m.subtype) else "")
-    return f"#{m.id:<6} {when} {kind:<18} {m.source:<7} {text}"
+    by = f"[{m.author}] " if getattr(m, "author", None) else ""  # received through ctxd sync: who wrote it
+    return f"#{m.id:<6} {when} {kind:<18} {m.source:<7} {by}{text}"
 
 
 @click.group()
@@ -117,6 +118,32 @@ def forget(mid, before, session, everything, yes):
         n = mem.forget(mid=mid, before=parse_when(before) if before else None, session=session,
                        everything=everything)
     click.echo(f"ctxd: forgot {n} message{'s' if n != 1 else ''}")
+
+
+@chat.command()
+@click.argument("session", required=False)
+@click.option("--undo", is_flag=True, help="Share the session again (what comes next; nothing earlier).")
+@click.option("--list", "list_", is_flag=True, help="List the private sessions.")
+def private(session, undo, list_):
+    """Keep SESSION private: `ctxd sync` never writes its messages (or its handoffs) to the remote."""
+    with _memory() as mem:
+        if list_ or session is None:
+            if session is None and not list_:
+                raise CtxdError("give a SESSION (ctxd chat log shows them), or --list", ExitCode.USAGE)
+            rows = mem.private_sessions()
+            for r in rows:
+                click.echo(f"{r['session']}  {r['messages']} messages  private since {format_minute(r['ts'])} UTC")
+            if not rows:
+                click.echo("ctxd: no private session")
+            return
+        shared = mem.set_private(session, not undo)
+    if undo:
+        click.echo(f"ctxd: session {session} is shared again (from its next message on)")
+    else:
+        click.echo(f"ctxd: session {session} is private: ctxd sync never sends it")
+        if shared:
+            click.echo(f"ctxd: warning: {shared} of its messages were pushed before; they stay on the remote "
+                       f"(ctxd chat forget --session {session} deletes them everywhere)", err=True)
 
 
 @chat.command(name="export")

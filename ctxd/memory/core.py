@@ -196,9 +196,33 @@ class ProjectMemory:
         return import_transcript(self.store(), path, fmt, session=session)
 
     def forget(self, **what):
+        """Delete messages; each leaves a tombstone (the store's trigger, by dedup key) that
+        ``ctxd sync`` carries, so the other clones drop it too (private sessions leave none)."""
         n = self.store(create=False).forget(**what)
         self.changed()
         return n
+
+    # -- sharing through git (ctxd.memory.sync) -------------------------------------
+    def sync(self, environ=None, report=None):
+        """The project's ctxd.memory.sync.Sync (push, pull, status over its git remotes);
+        *report* receives one line per problem found on the ref."""
+        from ctxd.memory import sync
+
+        return sync.Sync(self, environ, report=report, fact_priority=FACT_PRIORITY)
+
+    def set_private(self, session, private=True):
+        """Keep *session* out of every sync segment (or share it again): how many of its
+        messages were already shared before it was marked."""
+        if not session:
+            raise CtxdError("a session id is needed", ExitCode.USAGE)
+        store = self.store()
+        store.set_private(session, private)
+        hwm = int(store.meta_get("sync_hwm", 0))
+        return store.session_count(session, upto=hwm)
+
+    def private_sessions(self):
+        """Rows (session, ts, messages) of the sessions kept private."""
+        return self.store(create=False).private_sessions() if self.exists() else []
 
     # -- reading ------------------------------------------------------------------
     def recent(self, n=20, session=None):

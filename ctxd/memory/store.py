@@ -19,6 +19,7 @@ from ctxd.memory import tokens
 from ctxd.memory.store_concepts import ConceptsTables
 from ctxd.memory.store_facts import FactsTables
 from ctxd.memory.store_session import SessionTables
+from ctxd.memory.store_sync import SyncTables
 from ctxd.memory.store_tasks import TasksTables
 
 ROLES = ("user", "assistant", "system", "tool")
@@ -180,10 +181,46 @@ MIGRATIONS = [
         DELETE FROM injected WHERE msg_id = old.id;
     END;
     """,
+    # 7: sharing through git (ctxd.memory.sync): who an item came from (author: git user.email,
+    #    machine: its host; NULL for what was written here), tombstones of every deleted message
+    #    (by dedup key, or m:<machine id>:<id> for a row without one) so deletions travel and stale
+    #    segments never resurrect them (none for a private session's row that was never sent: its
+    #    key would leave), sessions kept private, which segment blobs were imported
+    #    or written here, and what was sent (tasks, handoffs: by digest).
+    """
+    ALTER TABLE messages ADD COLUMN author TEXT;
+    ALTER TABLE messages ADD COLUMN machine TEXT;
+    ALTER TABLE tasks ADD COLUMN sync_key TEXT;
+    ALTER TABLE tasks ADD COLUMN author TEXT;
+    CREATE UNIQUE INDEX IF NOT EXISTS tasks_sync_key ON tasks(sync_key) WHERE sync_key IS NOT NULL;
+    INSERT INTO meta(key, value) VALUES ('sync_machine', lower(hex(randomblob(8)))) ON CONFLICT DO NOTHING;
+    CREATE TABLE IF NOT EXISTS tombstones(
+        id INTEGER PRIMARY KEY,
+        key TEXT NOT NULL UNIQUE,
+        ts REAL NOT NULL,
+        author TEXT
+    );
+    CREATE TABLE IF NOT EXISTS private_sessions(session TEXT PRIMARY KEY, ts REAL NOT NULL) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS sync_blobs(
+        oid TEXT PRIMARY KEY,
+        path TEXT NOT NULL,
+        status TEXT NOT NULL,
+        items INTEGER NOT NULL DEFAULT 0,
+        ts REAL NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS sync_sent(key TEXT PRIMARY KEY, digest TEXT NOT NULL) WITHOUT ROWID;
+    CREATE TRIGGER IF NOT EXISTS messages_ad_tombstone AFTER DELETE ON messages
+    WHEN old.session NOT IN (SELECT session FROM private_sessions)
+        OR old.id <= coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'sync_hwm'), 0) BEGIN
+        INSERT INTO tombstones(key, ts) VALUES (
+            coalesce(old.dedup, 'm:' || (SELECT value FROM meta WHERE key = 'sync_machine') || ':' || old.id),
+            (julianday('now') - 2440587.5) * 86400.0) ON CONFLICT DO NOTHING;
+    END;
+    """,
 ]
-SCHEMA_VERSION = 6  # PRAGMA user_version after the last migration (some steps share a version)
+SCHEMA_VERSION = 7  # PRAGMA user_version after the last migration (some steps share a version)
 # the user_version each step of MIGRATIONS brings the store to
-_STEP_VERSION = [1, 2, 3, 4, 5, 5, 5, 6]
+_STEP_VERSION = [1, 2, 3, 4, 5, 5, 5, 6, 7]
 
 
 class StoreError(CtxdError):
@@ -206,8 +243,8 @@ class Message:
     """
 
     __slots__ = ("id", "session", "role", "content", "ts", "importance", "source", "tokens",
-                 "output_path", "output_chars", "kind", "tool", "call_id", "subtype", "data", "legacy",
-                 "dedup")
+                 "output_path", "output_chars", "kind", "tool", "call_id", "subtype", "data", "author",
+                 "machine", "legacy", "dedup")
     _COLUMNS = __slots__[:-2]
 
     def __init__(self, row):
@@ -246,7 +283,7 @@ def _private(path):
         pass
 
 
-class Store(FactsTables, TasksTables, ConceptsTables, SessionTables):
+class Store(FactsTables, TasksTables, ConceptsTables, SessionTables, SyncTables):
     def __init__(self, context_dir, *, redactor=None, offload_threshold=DEFAULT_OFFLOAD, create=True):
         self.dir = context_dir
         self.path = os.path.join(context_dir, DB_NAME)

@@ -1,0 +1,229 @@
+"""The store's SQL for sharing memory through git (a mixin of ctxd.memory.store.Store).
+
+ctxd.memory.sync holds the logic (segments, git plumbing, merge); this module only
+reads and writes the tables schema 7 added: ``tombstones`` (every deleted message by
+its key, written by a trigger), ``private_sessions``, ``sync_blobs`` (segment blobs
+imported, skipped or written here), ``sync_sent`` (tasks and handoffs sent, by digest),
+the ``author`` / ``machine`` columns of messages and tasks (NULL: written here), and
+the sync keys in ``meta``.
+"""
+
+import time
+
+MACHINE = "sync_machine"
+
+
+class SyncTables:
+    """Methods of Store over the sync tables; self.db is the connection."""
+
+    # -- meta ---------------------------------------------------------------------
+    def meta_get(self, key, default=None):
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else default
+
+    def meta_set(self, key, value):
+        with self.transaction():
+            if value is None:
+                self.db.execute("DELETE FROM meta WHERE key = ?", (key,))
+            else:
+                self.db.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
+                                "value = excluded.value", (key, str(value)))
+
+    def machine_id(self):
+        """This store's random machine id (made by migration 7): names rows without a dedup key."""
+        mid = self.meta_get(MACHINE)
+        if mid is None:  # a store recovered into a new file, say
+            with self.transaction():
+                self.db.execute("INSERT INTO meta(key, value) VALUES (?, lower(hex(randomblob(8)))) "
+                                "ON CONFLICT DO NOTHING", (MACHINE,))
+            mid = self.meta_get(MACHINE)
+        return mid
+
+    # -- what to send -------------------------------------------------------------
+    def max_message_id(self):
+        return self.db.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
+
+    def assign_keys(self, after, upto):
+        """Give the local rows (after, upto] without a dedup key the stable key m:<machine>:<id>."""
+        mid = self.machine_id()
+        with self.transaction():
+            self.db.execute("UPDATE messages SET dedup = 'm:' || ? || ':' || id WHERE id > ? AND id <= ? "
+                            "AND dedup IS NULL AND author IS NULL", (mid, after, upto))
+
+    def local_rows(self, after, upto, batch=5000):
+        """The messages written here (not imported) with ids in (after, upto], outside private
+        sessions, in batches of sqlite3.Row, by id."""
+        last = after
+        while True:
+            rows = self.db.execute(
+                "SELECT * FROM messages WHERE id > ? AND id <= ? AND author IS NULL "
+                "AND session NOT IN (SELECT session FROM private_sessions) ORDER BY id LIMIT ?",
+                (last, upto, batch)).fetchall()
+            if not rows:
+                return
+            yield rows
+            last = rows[-1]["id"]
+
+    def pending_count(self, after):
+        return self.db.execute("SELECT count(*) FROM messages WHERE id > ? AND author IS NULL AND session NOT IN "
+                               "(SELECT session FROM private_sessions)", (after,)).fetchone()[0]
+
+    def local_tombstones(self, after):
+        """Tombstones written here with ids above *after*: rows (id, key, ts), by id."""
+        return self.db.execute("SELECT id, key, ts FROM tombstones WHERE id > ? AND author IS NULL ORDER BY id",
+                               (after,)).fetchall()
+
+    def max_tombstone_id(self):
+        return self.db.execute("SELECT coalesce(max(id), 0) FROM tombstones").fetchone()[0]
+
+    def kept_facts(self, after_id, upto_id, min_priority):
+        """Facts recorded on purpose (priority >= *min_priority*) of local, non-private messages
+        with ids in (after_id, upto_id]: rows (key, tag, priority)."""
+        return self.db.execute(
+            "SELECT m.dedup AS key, f.tag AS tag, max(f.priority) AS priority FROM facts f "
+            "JOIN messages m ON m.id = f.msg_id WHERE m.id > ? AND m.id <= ? AND m.author IS NULL "
+            "AND m.dedup IS NOT NULL AND f.priority >= ? "
+            "AND m.session NOT IN (SELECT session FROM private_sessions) GROUP BY m.id ORDER BY m.id",
+            (after_id, upto_id, min_priority)).fetchall()
+
+    def local_tasks(self):
+        """Every task written here, each with its sync key (assigned now when missing) and notes."""
+        mid = self.machine_id()
+        with self.transaction():
+            self.db.execute("UPDATE tasks SET sync_key = 't:' || ? || ':' || id WHERE sync_key IS NULL "
+                            "AND author IS NULL", (mid,))
+        out = []
+        for t in self.db.execute("SELECT * FROM tasks WHERE author IS NULL ORDER BY id").fetchall():
+            notes = [dict(ts=n["ts"], text=n["text"]) for n in self.db.execute(
+                "SELECT ts, text FROM task_notes WHERE task_id = ? ORDER BY id", (t["id"],))]
+            out.append(dict(key=t["sync_key"], name=t["name"], status=t["status"], started=t["started"],
+                            finished=t["finished"], notes=notes))
+        return out
+
+    def sent_digests(self):
+        return {r[0]: r[1] for r in self.db.execute("SELECT key, digest FROM sync_sent")}
+
+    # -- after a segment is on the ref ----------------------------------------------
+    def record_sent(self, *, hwm=None, tomb_hwm=None, sent=(), blobs=()):
+        """One transaction: the high-water marks, what was sent by digest, the blobs written here."""
+        now = time.time()
+        with self.transaction():
+            if hwm is not None:
+                self.meta_set("sync_hwm", hwm)
+            if tomb_hwm is not None:
+                self.meta_set("sync_tomb_hwm", tomb_hwm)
+            self.db.executemany("INSERT INTO sync_sent(key, digest) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
+                                "digest = excluded.digest", list(sent))
+            self.db.executemany("INSERT INTO sync_blobs(oid, path, status, items, ts) VALUES (?,?,?,?,?) "
+                                "ON CONFLICT(oid) DO NOTHING", [(o, p, "own", n, now) for o, p, n in blobs])
+
+    # -- receiving ------------------------------------------------------------------
+    def known_blobs(self):
+        return {r[0] for r in self.db.execute("SELECT oid FROM sync_blobs")}
+
+    def record_blob(self, oid, path, status, items=0):
+        self.db.execute("INSERT INTO sync_blobs(oid, path, status, items, ts) VALUES (?,?,?,?,?) "
+                        "ON CONFLICT(oid) DO UPDATE SET status = excluded.status, items = excluded.items, "
+                        "ts = excluded.ts", (oid, path, status, items, time.time()))
+
+    def blob_counts(self):
+        """{status: (blobs, items)} of the segment blobs this store knows."""
+        return {r[0]: (r[1], r[2]) for r in self.db.execute(
+            "SELECT status, count(*), coalesce(sum(items), 0) FROM sync_blobs GROUP BY status")}
+
+    def skipped_blobs(self):
+        return self.db.execute("SELECT oid, path FROM sync_blobs WHERE status LIKE 'skipped%' ORDER BY path").fetchall()
+
+    def apply_tombstones(self, tombs):
+        """Record received tombstones [(key, ts, author)] and delete the messages they name (the
+        offloaded files no other message shares go too). How many messages were deleted."""
+        tombs = [t for t in tombs if t[0]]
+        if not tombs:
+            return 0
+        with self.transaction():
+            self.db.executemany("INSERT INTO tombstones(key, ts, author) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                                tombs)
+            return self._delete("dedup = ?", [(t[0],) for t in tombs])
+
+    def tombstoned(self, keys):
+        """The keys among *keys* that have a tombstone."""
+        keys = list(keys)
+        out = set()
+        for i in range(0, len(keys), 500):
+            chunk = keys[i:i + 500]
+            out |= {r[0] for r in self.db.execute(
+                f"SELECT key FROM tombstones WHERE key IN ({','.join('?' * len(chunk))})", chunk)}
+        return out
+
+    def set_authors(self, ids, author, machine):
+        ids = list(ids)
+        with self.transaction():
+            for i in range(0, len(ids), 500):
+                chunk = ids[i:i + 500]
+                self.db.execute(f"UPDATE messages SET author = ?, machine = ? WHERE id IN ({','.join('?' * len(chunk))})",
+                                [author, machine] + chunk)
+
+    def ids_of_keys(self, keys):
+        """{dedup key: message id} for the keys stored."""
+        keys = list(keys)
+        out = {}
+        for i in range(0, len(keys), 500):
+            chunk = keys[i:i + 500]
+            out.update({r[0]: r[1] for r in self.db.execute(
+                f"SELECT dedup, id FROM messages WHERE dedup IN ({','.join('?' * len(chunk))})", chunk)})
+        return out
+
+    def upsert_task(self, t, author):
+        """A received task (dict: key, name, status, started, finished, notes): inserted, or its
+        status and the notes it lacks brought up to date when it is stored already."""
+        with self.transaction():
+            row = self.db.execute("SELECT id, status FROM tasks WHERE sync_key = ?", (t["key"],)).fetchone()
+            if row is None:
+                tid = self.db.execute("INSERT INTO tasks(name, status, started, finished, sync_key, author) "
+                                      "VALUES (?,?,?,?,?,?)", (t["name"], t["status"], t["started"], t["finished"],
+                                                               t["key"], author)).lastrowid
+                have = set()
+            else:
+                tid = row["id"]
+                if t["status"] == "done" and row["status"] != "done":
+                    self.db.execute("UPDATE tasks SET status = 'done', finished = ? WHERE id = ?",
+                                    (t["finished"], tid))
+                have = {(n["ts"], n["text"]) for n in self.db.execute(
+                    "SELECT ts, text FROM task_notes WHERE task_id = ?", (tid,))}
+            for n in t["notes"]:
+                if (n["ts"], n["text"]) not in have:
+                    self.db.execute("INSERT INTO task_notes(task_id, ts, text) VALUES (?,?,?)", (tid, n["ts"], n["text"]))
+
+    # -- private sessions -------------------------------------------------------------
+    def set_private(self, session, private=True):
+        with self.transaction():
+            if private:
+                self.db.execute("INSERT INTO private_sessions(session, ts) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                                (session, time.time()))
+            else:
+                self.db.execute("DELETE FROM private_sessions WHERE session = ?", (session,))
+
+    def private_sessions(self):
+        """Rows (session, ts, messages) of the sessions kept private, oldest mark first."""
+        return self.db.execute(
+            "SELECT p.session AS session, p.ts AS ts, (SELECT count(*) FROM messages m WHERE m.session = p.session) "
+            "AS messages FROM private_sessions p ORDER BY p.ts").fetchall()
+
+    def is_private(self, session):
+        return self.db.execute("SELECT 1 FROM private_sessions WHERE session = ?", (session,)).fetchone() is not None
+
+    def session_count(self, session, upto=None):
+        """Messages of *session* written here (with ids up to *upto*)."""
+        if upto is None:
+            return self.db.execute("SELECT count(*) FROM messages WHERE session = ?", (session,)).fetchone()[0]
+        return self.db.execute("SELECT count(*) FROM messages WHERE session = ? AND id <= ? AND author IS NULL",
+                               (session, upto)).fetchone()[0]
+
+    def authors(self):
+        """Rows (author, machine, messages) of the items received, most first."""
+        return self.db.execute("SELECT author, machine, count(*) AS n FROM messages WHERE author IS NOT NULL "
+                               "GROUP BY author, machine ORDER BY n DESC").fetchall()
+
+    def content_keys(self):
+        """(dedup, session, kind, content) of every message: what two synced stores must agree on."""
+        return self.db.execute("SELECT dedup, session, kind, content FROM messages").fetchall()
