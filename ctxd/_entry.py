@@ -22,6 +22,10 @@ def main():
         from ctxd.recall_entry import recall_main  # AI tools may run it on every question: no click
 
         recall_main(sys.argv[2:])  # exits, unless --help or a usage error is click's to print
+    if len(sys.argv) > 1 and sys.argv[1] == "exec":
+        from ctxd.exec_entry import exec_main  # scripts and editors run it often: no click either
+
+        exec_main(sys.argv[2:])  # exits (execs the command), unless --help: click's to print
     from ctxd.cli import main as cli_main
 
     cli_main()

@@ -47,6 +47,9 @@ def _register():
                     teach_cmd.teach, teach_cmd.review, completion.completion, doctor.doctor, paths_cmd.paths,
                     mcp_cmd.mcp, recall.recall, sync_cmd.sync):
         cli.add_command(command)
+    from ctxd.commands.exec import exec_
+
+    cli.add_command(exec_)
 
 
 _register()

@@ -11,6 +11,10 @@ import os
 import sys
 
 
+FORMATS = ("json", "dotenv", "gha")  # ctxd.activation.formats renders them
+USAGE = "usage: ctxd export bash|zsh|fish  |  ctxd export json|dotenv|gha [--strict] [DIR]\n"
+
+
 def _write(text):
     sys.stdout.buffer.write(text.encode("utf-8", "surrogateescape"))
     sys.stdout.flush()
@@ -21,8 +25,10 @@ def export_main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "export":
         argv = argv[1:]
+    if argv and argv[0] in FORMATS:
+        formats_main(argv[0], argv[1:])
     if len(argv) != 1 or argv[0] in ("-h", "--help"):
-        sys.stderr.write("usage: ctxd export bash|zsh|fish\n")
+        sys.stderr.write(USAGE)
         sys.exit(2)
     from ctxd.boundary import cli_exit, failure, say
     from ctxd.shells import get_shell
@@ -52,3 +58,40 @@ def export_main(argv=None):
     except BrokenPipeError:
         sys.exit(0)
     sys.exit(status)
+
+
+def formats_main(fmt, argv):
+    """``ctxd export json|dotenv|gha [--strict] [DIR]``: DIR's project environment for tools
+    that are not shells (see ctxd.activation.formats). Exits."""
+    strict, dirs = False, []
+    for a in argv:
+        if a == "--strict":
+            strict = True
+        elif a in ("-h", "--help") or (a.startswith("-") and a != "-") or dirs:
+            sys.stderr.write(USAGE)
+            sys.exit(2)
+        else:
+            dirs.append(a)
+    from ctxd.boundary import cli_exit, say
+
+    try:
+        from ctxd.activation import formats, target
+
+        t = target.build(os.environ, dirs[0] if dirs else None)
+        lines, refuse = target.judge(t, strict, f"export {fmt}", "no project environment printed",
+                                     "nothing printed")
+        for line in lines:
+            say(line)
+        if refuse is not None:
+            sys.exit(refuse)
+        if fmt == "json":
+            _write(formats.render_json(t))
+        elif fmt == "dotenv":
+            _write(formats.render_dotenv(t))
+        else:
+            formats.write_gha(t, os.environ, _write, say)
+    except BrokenPipeError:
+        sys.exit(0)
+    except (Exception, KeyboardInterrupt) as e:
+        sys.exit(cli_exit(e, "export"))
+    sys.exit(0)
