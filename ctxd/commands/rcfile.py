@@ -22,7 +22,7 @@ inherit = true            # false: parent directories' .contextrc files do not a
 [env]
 # NAME = "value"          # ~ and ${{VAR}} / ${{VAR:-default}} are expanded; $$ is a literal $
 # OLD_VAR = false         # unset a variable while inside
-{env_lines}
+{files_line}{env_lines}
 [path]
 # prepend = ["bin"]       # relative to this file's directory
 # append = []
@@ -57,13 +57,29 @@ TYPE_HINTS = {
 }
 
 
-def render_template(root):
+DOTENV_NAMES = (".env", ".env.local")  # offered by `ctxd init` when they exist, in this order
+
+
+def env_files_found(root):
+    return [n for n in DOTENV_NAMES if os.path.isfile(os.path.join(root, n))]
+
+
+def files_line(found, load):
+    """The [env] files line: active when *load*, else a commented example (naming what exists)."""
+    listed = ", ".join(f'"{n}"' for n in (found or [".env"]))
+    if load:
+        return f"files = [{listed}]  # .env files to load (python-dotenv syntax); [env] keys below win\n"
+    return f"# files = [{listed}]  # .env files to load (python-dotenv syntax), relative to this file\n"
+
+
+def render_template(root, load_env_files=False):
     plan = detect(root, dict(os.environ), apply=False)
     names = [t for t, _ in plan.types]
     env_lines = "".join(TYPE_HINTS[n] + "\n" for n in names if n in TYPE_HINTS)
     detect_lines = "".join(f"# {n} = true\n" for n in names)
     return TEMPLATE_HEAD.format(name=os.path.basename(root.rstrip("/")) or root, types=", ".join(names) or "none",
-                                env_lines=env_lines, detect_lines=detect_lines)
+                                env_lines=env_lines, detect_lines=detect_lines,
+                                files_line=files_line(env_files_found(root), load_env_files))
 
 
 def _dir(directory):
@@ -76,8 +92,16 @@ def _dir(directory):
 @click.command()
 @click.argument("directory", required=False)
 @click.option("--force", is_flag=True, help="Overwrite an existing .contextrc.")
-def init(directory, force):
-    """Write a commented .contextrc template for DIRECTORY's project types (and allow it)."""
+@click.option("--dotenv/--no-dotenv", "dotenv", default=None,
+              help="Load the .env (and .env.local) found here ([env] files). Default: asked when "
+                   "one exists and stdin is a terminal, else not loaded.")
+def init(directory, force, dotenv):
+    """Write a commented .contextrc template for DIRECTORY's project types (and allow it).
+
+    When a .env (or .env.local) exists, init offers to load it: `files = [".env"]` in
+    [env]. Its variables then reach every command run in the project, AI CLIs included,
+    so it asks first (or takes --dotenv / --no-dotenv).
+    """
     from ctxd.activation.fileio import atomic_write
 
     d = _dir(directory)
@@ -86,10 +110,22 @@ def init(directory, force):
     path = os.path.join(d, contextrc.FILENAME)
     if os.path.exists(path) and not force:
         raise CtxdError(f"{path} already exists (ctxd edit changes it; --force replaces it)")
-    text = render_template(d)
+    found = env_files_found(d)
+    load = bool(dotenv) and bool(found)
+    if found and dotenv is None and click.get_text_stream("stdin").isatty():
+        them = " and ".join(found)
+        load = click.confirm(f"ctxd: {them} found here. Load {'them' if len(found) > 1 else 'it'} whenever you "
+                             "are in this project ([env] files)? Every command run here, AI CLIs included, "
+                             "then sees its variables", default=True)
+    text = render_template(d, load_env_files=load)
     atomic_write(path, text, mode=0o644)
     allow_rc(path, text.encode())
     click.echo(f"ctxd: wrote and allowed {path}")
+    if found and load:
+        click.echo(f"ctxd: {' and '.join(found)} loaded here ([env] files in {path})")
+    elif found and dotenv is None:
+        click.echo(f"ctxd: {' and '.join(found)} not loaded: uncomment files = [...] in [env] "
+                   "(then ctxd allow), or run ctxd init --force --dotenv")
 
 
 @click.command()
