@@ -14,7 +14,7 @@ class Plan:
     """What activating a project would do, with the reason for each change."""
 
     __slots__ = ("root", "types", "sets", "prepend", "append", "watch", "notes", "warnings",
-                 "files", "trusted", "context", "on_enter", "on_leave", "timeout", "branch", "status")
+                 "files", "trusted", "context", "on_enter", "on_leave", "timeout", "branch", "status", "pins")
 
     def __init__(self, root):
         self.root = root
@@ -33,6 +33,7 @@ class Plan:
         self.timeout = 5.0
         self.branch = None  # current git branch when a [branch."glob"] section exists
         self.status = ""  # one-line summary for prompts (CTXD_STATUS)
+        self.pins = []  # [pins.Pin]: version pins and the installs they matched
 
     def set(self, name, value, source, only_if_unset=False):
         self.sets.append((name, value, source, only_if_unset))
@@ -199,6 +200,10 @@ def detect(root, environ, plan=None, enabled=None, apply=True):
         plan.types.append((det.name, found))
         if apply and det.activate is not None:
             det.activate(root, plan, environ)
+    if apply:  # version pins: their bins go behind the project's own (venv, node_modules)
+        from ctxd.activation import pins
+
+        pins.activate(root, plan, environ, enabled)
     return plan
 
 

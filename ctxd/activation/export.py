@@ -10,7 +10,7 @@ import os
 import time
 
 from ctxd import paths
-from ctxd.activation import detectors, envdiff
+from ctxd.activation import detectors, envdiff, pins
 from ctxd.activation.state import STATE_VAR, WATCH_VAR, State, decode, encode
 from ctxd.errors import StateError
 
@@ -92,6 +92,11 @@ def transition(environ, pwd=None, *, old_state="read", run_hooks=False):
     seen = old.shown if (old and old.root == root) else []
     t.warnings += [w for w in t.plan.warnings if w not in seen]
     t.state.shown = list(t.plan.warnings)
+    # a pin matching nothing installed: once per shell session (remembered in TOLD_VAR)
+    told_lines, told = pins.notices(t.plan, environ)
+    if told:
+        t.warnings += told_lines
+        t.target[pins.TOLD_VAR] = told
     if t.plan.on_leave:
         t.state.leave = {"cmds": t.plan.on_leave, "timeout": t.plan.timeout, "cwd": root}
     sig = _sha1_hex("\0".join(t.plan.on_enter)) if t.plan.on_enter else ""
@@ -163,6 +168,7 @@ def render(shell, environ, t):
     new_token = encode(t.state) if t.state else None
     new_watch = t.watch if t.state else None
     names = set(MANAGED)
+    names.add(pins.TOLD_VAR)  # set once a missing pin was reported; never restored
     if t.old:
         names.update(t.old.snap)
     if t.state:

@@ -107,6 +107,7 @@ def build(root, base, environ):
     plan.types = probe.types
     plan.watch.extend(probe.watch)
     plan.notes.extend(probe.notes)
+    plan.pins = probe.pins
     if plan.trusted:
         plan.sets.extend(probe.sets)
         plan.prepend.extend(probe.prepend)

@@ -8,7 +8,7 @@ SCHEMA_VERSION = 1
 
 def explain(directory, environ):
     """What ctxd does (or would do) for *directory*: a JSON-ready dict."""
-    from ctxd.activation import detectors
+    from ctxd.activation import detectors, pins
     from ctxd.activation.export import logical_pwd, transition
     from ctxd.activation.state import STATE_VAR, decode
     from ctxd.errors import StateError
@@ -35,6 +35,7 @@ def explain(directory, environ):
         "active_root": old.root if old else None,
         "types": [],
         "pins": [],
+        "toolchains": [],
         "env": [],
         "path": [],
         "skipped": [],
@@ -55,6 +56,7 @@ def explain(directory, environ):
     plan = t.plan
     info["types"] = [{"name": n, "markers": m} for n, m in plan.types]
     info["pins"] = [{"tool": a, "version": v, "file": f} for a, v, f in detectors.read_pins(plan.root)]
+    info["toolchains"] = [dict(p.to_dict(), text=pins.describe(p, plan.trusted)) for p in plan.pins]
     for name, value, source, only_if_unset in plan.sets:
         if name in t.state.snap:
             before = t.state.snap[name]
@@ -100,6 +102,10 @@ def render_text(info):
         add(f"type         {t['name']:<8} found {', '.join(t['markers'])}")
     for p in info["pins"]:
         add(f"pin          {p['tool']:<8} {p['version']}  ({p['file']})")
+    for p in info["toolchains"]:
+        add(f"toolchain    {p['tool']:<8} {p['text']}")
+        for b in p["broken"]:
+            add(f"skipped      {p['tool']:<8} {b['dir']}  ({b['manager']}: {b['reason']}; broken install)")
     for e in info["env"]:
         if e["action"] == "unset":
             what = f"unset (was {e['previous']!r})"
