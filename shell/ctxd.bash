@@ -84,8 +84,16 @@ _ctxd_run() {
 
 _ctxd_hook() {
   \builtin local _ctxd_status=$? _ctxd_r _ctxd_trap _ctxd_done=1
+  # bash-preexec runs precmd_functions (starship, bash-it themes) from the front
+  # of PROMPT_COMMAND: ctxd goes first among them, whenever it was loaded
+  if [[ -n ${bash_preexec_imported-}${__bp_imported-} && ${precmd_functions[0]-} != _ctxd_hook ]]; then
+    _ctxd_adopt_precmd
+  fi
   _ctxd_find_root
-  if [[ ${_ctxd_init-} == 1 && $_ctxd_r == "${_ctxd_root-}" && ${CTXD_STATE-} == "${_ctxd_seen-}" ]] \
+  # a changed DIRENV_DIFF (direnv loaded, reloaded or unloaded) asks ctxd too:
+  # a reload reverts PATH to direnv's snapshot, which may predate ctxd's entries
+  if [[ ${_ctxd_init-} == 1 && $_ctxd_r == "${_ctxd_root-}" && ${CTXD_STATE-} == "${_ctxd_seen-}" \
+        && ${DIRENV_DIFF-} == "${_ctxd_dseen-}" ]] \
     && ! _ctxd_watch_changed; then
     \builtin return $_ctxd_status
   fi
@@ -97,10 +105,12 @@ _ctxd_hook() {
   _ctxd_trap=$(\builtin trap -p INT)
   \builtin trap : INT
   if [[ -z $_ctxd_r && -n ${CTXD_STATE-} && ${_ctxd_fast_leave-} == 1 \
-        && $CTXD_STATE == "${_ctxd_seen-}" && ${PATH-} == "${_ctxd_path-}" ]] \
+        && $CTXD_STATE == "${_ctxd_seen-}" && ${PATH-} == "${_ctxd_path-}" && -z ${DIRENV_DIFF-} ]] \
      && \builtin declare -F _ctxd_restore >/dev/null; then
     # Leaving for no project, nothing touched since our export, no on_leave
-    # hook: the restore function undoes it exactly, without starting ctxd.
+    # hook, no direnv diff (only ctxd itself can take its entries out of
+    # direnv's snapshot): the restore function undoes it exactly, without
+    # starting ctxd.
     _ctxd_restore
     \builtin unset -f _ctxd_restore
     _ctxd_fast_leave=0
@@ -112,33 +122,86 @@ _ctxd_hook() {
     _ctxd_root=$_ctxd_r
     _ctxd_seen=${CTXD_STATE-}
     _ctxd_path=${PATH-}
+    _ctxd_dseen=${DIRENV_DIFF-}
   fi
   if [[ -n $_ctxd_trap ]]; then \builtin eval "$_ctxd_trap"; else \builtin trap - INT; fi
   \builtin return $_ctxd_status
 }
 
-# Install once, first in line; keep whatever else is there. An array element
-# may hold the string form ("_ctxd_hook;user_cmd") when something appended to
-# PROMPT_COMMAND with += after an earlier install: that counts as installed.
-# `declare -p` tells an array from a string on every bash (${x@a} needs 4.4),
-# and ${a[@]+"${a[@]}"} expands an empty array under set -u before bash 4.4.
-if [[ ${PROMPT_COMMAND+set} == set ]]; then
-  _ctxd_pc=$(\builtin declare -p PROMPT_COMMAND 2>/dev/null)
+# "a" in _ctxd_pc when PROMPT_COMMAND is an array. `declare -p` tells an
+# array from a string on every bash (${x@a} needs 4.4).
+_ctxd_pc_kind() {
+  _ctxd_pc=$(\builtin declare -p PROMPT_COMMAND 2>/dev/null) || _ctxd_pc=
   _ctxd_pc=${_ctxd_pc#declare -}
   _ctxd_pc=${_ctxd_pc%% *}
-else
-  _ctxd_pc=
-fi
+}
+
+# $1 without _ctxd_hook as a whole command (between ";" and newlines, as
+# ctxd and bash-preexec join entries) -> _ctxd_t.
+_ctxd_pc_strip() {
+  \builtin local _ctxd_s="$_ctxd_nl$1$_ctxd_nl" _ctxd_o=
+  while [[ $_ctxd_s != "$_ctxd_o" ]]; do
+    _ctxd_o=$_ctxd_s
+    _ctxd_s=${_ctxd_s//"${_ctxd_nl}_ctxd_hook${_ctxd_nl}"/$_ctxd_nl}
+    _ctxd_s=${_ctxd_s//"${_ctxd_nl}_ctxd_hook;"/$_ctxd_nl}
+    _ctxd_s=${_ctxd_s//";_ctxd_hook${_ctxd_nl}"/$_ctxd_nl}
+    _ctxd_s=${_ctxd_s//";_ctxd_hook;"/;}
+  done
+  _ctxd_s=${_ctxd_s#"$_ctxd_nl"}
+  _ctxd_t=${_ctxd_s%"$_ctxd_nl"}
+}
+
+# bash-preexec (bundled by atuin, used by bash-it and many starship setups)
+# keeps its __bp_precmd_invoke_cmd first in PROMPT_COMMAND and runs the
+# precmd_functions from there, before anything else in PROMPT_COMMAND. With
+# it, ctxd's hook is the first precmd function and leaves PROMPT_COMMAND: a
+# prompt drawn by a later precmd function (starship, a bash-it theme) shows
+# the environment of the directory it is drawn in, not the previous one.
+_ctxd_adopt_precmd() {
+  \builtin local _ctxd_f _ctxd_t _ctxd_pc
+  \builtin local -a _ctxd_l
+  _ctxd_l=(_ctxd_hook)
+  for _ctxd_f in ${precmd_functions[@]+"${precmd_functions[@]}"}; do
+    [[ $_ctxd_f == _ctxd_hook ]] || _ctxd_l[${#_ctxd_l[@]}]=$_ctxd_f
+  done
+  precmd_functions=("${_ctxd_l[@]}")
+  _ctxd_pc_kind
+  # shellcheck disable=SC2128,SC2178
+  if [[ $_ctxd_pc == *a* ]]; then
+    _ctxd_l=()
+    for _ctxd_f in ${PROMPT_COMMAND[@]+"${PROMPT_COMMAND[@]}"}; do
+      _ctxd_pc_strip "$_ctxd_f"
+      [[ -n $_ctxd_t ]] && _ctxd_l[${#_ctxd_l[@]}]=$_ctxd_t
+    done
+    PROMPT_COMMAND=(${_ctxd_l[@]+"${_ctxd_l[@]}"})
+  elif [[ -n ${PROMPT_COMMAND-} ]]; then
+    _ctxd_pc_strip "$PROMPT_COMMAND"
+    PROMPT_COMMAND=$_ctxd_t
+  fi
+}
+
+# Install once, first in line; keep whatever else is there. An element may
+# hold several commands joined with ";" (something appended to PROMPT_COMMAND
+# with += after an earlier install) or with newlines (bash-preexec's form):
+# either counts as installed. ${a[@]+"${a[@]}"} expands an empty array under
+# set -u before bash 4.4. bash-preexec loaded after this line is noticed by
+# _ctxd_hook at the first prompt.
+_ctxd_pc_kind
 # PROMPT_COMMAND is deliberately handled both as an array and as a string:
 # shellcheck disable=SC2128,SC2178
-if [[ $_ctxd_pc == *a* ]]; then
+if [[ -n ${bash_preexec_imported-}${__bp_imported-} ]]; then
+  _ctxd_adopt_precmd
+elif [[ $_ctxd_pc == *a* ]]; then
   _ctxd_found=
   for _ctxd_pc in ${PROMPT_COMMAND[@]+"${PROMPT_COMMAND[@]}"}; do
+    _ctxd_pc=${_ctxd_pc//"$_ctxd_nl"/;}
     [[ ";$_ctxd_pc;" == *";_ctxd_hook;"* ]] && _ctxd_found=1
   done
   [[ -n $_ctxd_found ]] || PROMPT_COMMAND=(_ctxd_hook ${PROMPT_COMMAND[@]+"${PROMPT_COMMAND[@]}"})
   \builtin unset _ctxd_found
-elif [[ ";${PROMPT_COMMAND-};" != *";_ctxd_hook;"* ]]; then
-  PROMPT_COMMAND="_ctxd_hook${PROMPT_COMMAND:+;$PROMPT_COMMAND}"
+else
+  _ctxd_pc=${PROMPT_COMMAND-}
+  _ctxd_pc=${_ctxd_pc//"$_ctxd_nl"/;}
+  [[ ";$_ctxd_pc;" == *";_ctxd_hook;"* ]] || PROMPT_COMMAND="_ctxd_hook${PROMPT_COMMAND:+;$PROMPT_COMMAND}"
 fi
 \builtin unset _ctxd_pc

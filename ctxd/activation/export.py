@@ -85,8 +85,10 @@ def transition(environ, pwd=None, *, old_state="read", run_hooks=False):
     t.base = envdiff.restore(environ, old, keep_path=kept) if kept else clean
     if not t.plan:
         t.target, t.state = dict(t.base), None
+        _scrub_direnv(environ, t, kept)
         return t
     t.target, t.state = envdiff.apply(t.base, t.plan, kept=kept)
+    _scrub_direnv(environ, t, kept)
     t.watch = watch_value(t.plan, environ)
     # notices: once per root, again only when they change
     seen = old.shown if (old and old.root == root) else []
@@ -107,6 +109,17 @@ def transition(environ, pwd=None, *, old_state="read", run_hooks=False):
 
         t.warnings += hooks.run(t.plan.on_enter, t.target, root, t.plan.timeout, "on_enter")
     return t
+
+
+def _scrub_direnv(environ, t, kept):
+    """Undo the old activation in direnv's snapshot too (see activation/direnv.py)."""
+    token = environ.get("DIRENV_DIFF")
+    if token and t.old:
+        from ctxd.activation import direnv
+
+        new = direnv.scrub(token, t.old, kept)
+        if new:
+            t.target[direnv.VAR] = new
 
 
 def watch_value(plan, environ):
@@ -168,6 +181,7 @@ def render(shell, environ, t):
     new_token = encode(t.state) if t.state else None
     new_watch = t.watch if t.state else None
     names = set(MANAGED)
+    names.add("DIRENV_DIFF")  # rewritten only when ctxd's undo reaches direnv's snapshot
     names.add(pins.TOLD_VAR)  # set once a missing pin was reported; never restored
     if t.old:
         names.update(t.old.snap)
