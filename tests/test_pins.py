@@ -47,7 +47,9 @@ def home(tmp_path):
 def env(home):
     """An environment with HOME in tmp and no manager variable from the real user."""
     e = {k: v for k, v in os.environ.items() if k not in MANAGER_VARS}
-    e.update(HOME=str(home), XDG_DATA_HOME=str(home / ".local/share"))
+    # PATH holds no python3.X: a system python would satisfy a "3.12" pin (tested on its own)
+    (home / "empty-bin").mkdir()
+    e.update(HOME=str(home), XDG_DATA_HOME=str(home / ".local/share"), PATH=str(home / "empty-bin"))
     return e
 
 
@@ -181,6 +183,20 @@ def test_pyenv_prefixes_names_and_pypy(tmp_path, home, env):
         assert (pin.manager, pin.found) == ("pyenv", found), written
     env["PYENV_ROOT"] = str(tmp_path / "nowhere")
     assert resolve(project(tmp_path, {".python-version": "3.12\n"}, name="gone"), env, "python").status == "missing"
+
+
+def test_a_system_python_on_path_satisfies_a_minor_pin(tmp_path, home, env):
+    sysbin = tmp_path / "usr-bin"
+    exe(sysbin / "python3.12")
+    env["PATH"] = f"{tmp_path / 'nothing'}:relative:{sysbin}"
+    root = project(tmp_path, {"pyproject.toml": "", ".python-version": "3.12\n"})
+    pin = resolve(root, env, "python")
+    assert (pin.status, pin.bin) == ("system", None)
+    assert pin.reason == f"python3.12 on PATH: {sysbin / 'python3.12'}"
+    assert export.transition(env, str(root)).warnings == []
+    # a patch-level pin cannot be told from the name alone: still reported
+    exact = resolve(project(tmp_path, {".python-version": "3.12.4\n"}, name="exact"), env, "python")
+    assert exact.status == "missing"
 
 
 def test_uv_managed_pythons(tmp_path, home, env):

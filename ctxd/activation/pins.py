@@ -440,7 +440,7 @@ def resolve(pin, environ, watch=None):
     """Fill in what on this machine matches *pin*; add the directories to watch."""
     want, why = _want(pin, environ)
     if why == "system":
-        pin.status, pin.reason = "system", "the pin asks for the system's own version"
+        pin.status, pin.reason = "system", "the pin says so"
         return pin
     wants = [want] if want else []
     for extra in pin.alts if want else ():  # asdf uses the first listed version that is installed
@@ -476,11 +476,26 @@ def resolve(pin, environ, watch=None):
         pin.status, pin.manager, pin.dir, pin.bin = "active", manager, d, b
         pin.found = _strip_v(name) if manager != "go" else name[2:]
         break
+    if pin.status == "missing" and pin.tool == "python" and want.prefix and len(want.prefix) == 2 \
+            and not want.flavor:
+        # `uv python pin` writes "3.12": a python3.12 already on PATH (the system's) satisfies it
+        exe = _on_path(environ, "python%d.%d" % want.prefix)
+        if exe:
+            pin.status, pin.reason = "system", f"python{want.prefix[0]}.{want.prefix[1]} on PATH: {exe}"
+            return pin
     if pin.status == "missing" and not (want.name or "").startswith("/"):
         # the first of the pin's managers that is in use here, else the first one
         pick = next((m for m, r in seen if os.path.isdir(r)), seen[0][0])
         pin.install = _install_cmd(pick, pin.tool, want, pin.version)
     return pin
+
+
+def _on_path(environ, name):
+    for d in environ.get("PATH", "").split(":"):
+        p = os.path.join(d, name)
+        if d.startswith("/") and os.path.isfile(p) and os.access(p, os.X_OK):
+            return p
+    return None
 
 
 def activate(root, plan, environ, enabled=None):
@@ -500,7 +515,7 @@ def describe(pin, trusted=True):
         extra = "" if trusted else "  (withheld: root not trusted)"
         return f"{head}: {pin.manager} {pin.found}  {pin.bin}{extra}"
     if pin.status == "system":
-        return f"{head}: the system's own {pin.tool}, nothing activated"
+        return f"{head}: the system's own {pin.tool}, nothing activated ({pin.reason})"
     if pin.status == "unresolved":
         return f"{head}: cannot resolve: {pin.reason}"
     how = f"; install it with: {pin.install}" if pin.install else ""
