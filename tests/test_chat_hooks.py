@@ -488,7 +488,8 @@ def test_install_claude_project_merges_and_keeps_everything_else(project):
     assert without_ctxd(s) == CLAUDE_SETTINGS
     assert list(s) == list(CLAUDE_SETTINGS)  # key order kept
     mine = ctxd_groups(s)
-    assert set(mine) == {"SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"}
+    assert set(mine) == {"SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd", "CwdChanged",
+                         "FileChanged"}
     for event, [group] in mine.items():
         [h] = group["hooks"]
         assert h["type"] == "command" and h["timeout"] == 30
@@ -510,7 +511,7 @@ def test_install_twice_is_install_once_and_uninstall_restores(project):
     assert r.returncode == 0 and "already" in r.stdout
     assert path.read_bytes() == once
     r = install("claude", "--uninstall", cwd=project)
-    assert r.returncode == 0 and "removed 5" in r.stdout
+    assert r.returncode == 0 and "removed 7" in r.stdout
     assert json.loads(path.read_text()) == CLAUDE_SETTINGS
     assert path.read_bytes() == original  # byte for byte
     r = install("claude", "--uninstall", cwd=project)
@@ -648,7 +649,7 @@ def test_install_and_uninstall_touch_only_ctxds_entries(layout, scope, name, pro
         del theirs["hooks"]
     assert theirs == json.loads(original)
     r = install("claude", scope, "--uninstall", cwd=project)
-    assert r.returncode == 0 and "removed 5" in r.stdout, r.stdout + r.stderr
+    assert r.returncode == 0 and "removed 7" in r.stdout, r.stdout + r.stderr
     assert path.read_bytes() == original.encode()
 
 

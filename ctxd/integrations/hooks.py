@@ -15,6 +15,9 @@ The project is found from the payload's ``cwd``. What each event does:
   gained since the last import.
 - codex-notify (``agent-turn-complete``): record the turn's input messages and
   the last assistant message.
+- Claude Code SessionStart, CwdChanged, FileChanged: also write the project's
+  environment into ``$CLAUDE_ENV_FILE`` for its Bash tool
+  (``ctxd.integrations.agent_env``).
 
 A hook never fails the AI CLI: whatever goes wrong (bad JSON, no cwd, a
 corrupt store, a bug), it exits 0 having injected nothing, and the reason goes
@@ -238,17 +241,52 @@ EVENTS = {
 }
 
 
+# Claude Code's events that hand the hook a CLAUDE_ENV_FILE (ctxd.integrations.agent_env)
+ENV_EVENTS = {"claude": ("SessionStart", "CwdChanged", "FileChanged")}
+
+
 def handle(tool, payload):
     """Run the handler for the payload's event; the JSON object to print, or None."""
     if not isinstance(payload, dict):
         raise HookError(f"the payload is a JSON {type(payload).__name__}, not an object")
     event = payload.get("hook_event_name")
     fn = EVENTS[tool].get(event) if isinstance(event, str) else None
+    if isinstance(event, str) and event in ENV_EVENTS.get(tool, ()):
+        return _with_agent_env(tool, event, payload, fn)
     if fn is None:
         if not isinstance(event, str):
             raise HookError("the payload has no hook_event_name")
         return None  # an event ctxd does not use
     return fn(tool, payload)
+
+
+def _with_agent_env(tool, event, payload, fn):
+    """The project's environment into $CLAUDE_ENV_FILE, then the event's own handler; a
+    failure of either leaves the other's work (and output) standing."""
+    from ctxd.integrations import agent_env
+
+    try:
+        extra = agent_env.update(payload)
+    except (Exception, KeyboardInterrupt) as e:
+        extra = None
+        _env_fail(tool, e)
+    out = None
+    if fn is not None:
+        try:
+            out = fn(tool, payload)
+        except (Exception, KeyboardInterrupt) as e:
+            _fail(tool, e)
+    return agent_env.merge(out, extra, event)
+
+
+def _env_fail(tool, exc):
+    """Log why the env file was left as it was; one short stderr line (Claude Code shows it
+    in its debug output only: a hook that exits 0 never disturbs the session)."""
+    from ctxd.boundary import LINE_REASON_MAX, failure, say
+
+    f = failure(exc, f"chat hook {tool}: CLAUDE_ENV_FILE", log=True)
+    say(f"ctxd: chat hook {tool}: the Bash tool's environment was left as it was ({f.reason[:LINE_REASON_MAX]})"
+        f"{f'; see {f.log_path}' if f.log_path else ''}")
 
 
 def _is_title_turn(inputs, last):

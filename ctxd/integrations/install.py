@@ -49,9 +49,11 @@ CLAUDE = {
     "local_file": "settings.local.json",  # personal, uncommitted: the default project scope
     "comments": False,
     "home_env": "CLAUDE_CONFIG_DIR",
-    # (event, matcher or None); timeouts in seconds
+    # (event, matcher or None); timeouts in seconds. CwdChanged and FileChanged (and SessionStart)
+    # write the project's environment into $CLAUDE_ENV_FILE for the Bash tool (agent_env);
+    # FileChanged has no matcher: it fires for the paths the hook returns as watchPaths.
     "events": (("SessionStart", "startup|resume|clear|compact"), ("UserPromptSubmit", None), ("Stop", None),
-               ("PreCompact", None), ("SessionEnd", None)),
+               ("PreCompact", None), ("SessionEnd", None), ("CwdChanged", None), ("FileChanged", None)),
     "timeout": 30,
     "extra": {},
 }
