@@ -221,3 +221,62 @@ def test_python_dotenv_loads_only_for_a_trusted_files_key_and_only_once_per_cont
     (d / ".env").write_text("FROM_DOTENV=2\n")
     loaded, out = _imports_dotenv(d, isolated_paths)
     assert loaded == "True" and "export FROM_DOTENV=2" in out
+
+
+# -- ctxd init offers it --------------------------------------------------------------------------
+
+def _init(d, *args):
+    import shutil
+
+    return subprocess.run([shutil.which("ctxd"), "init", str(d), *args], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=60)
+
+
+def test_init_without_a_terminal_writes_the_line_commented_and_says_how(tmp_path):
+    d = tmp_path / "p"
+    d.mkdir()
+    (d / ".env").write_text("FROM_DOTENV=1\n")
+    (d / ".env.local").write_text("LOCAL=1\n")
+    p = _init(d)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[1] == ("ctxd: .env and .env.local not loaded: uncomment files = [...] in [env] "
+                                        "(then ctxd allow), or run ctxd init --force --dotenv")
+    text = (d / ".contextrc").read_text()
+    assert '# files = [".env", ".env.local"]' in text
+    assert "FROM_DOTENV" not in sets(plan_for(d, allow=False))
+
+
+def test_init_dotenv_loads_the_files_and_no_env_file_means_no_offer(tmp_path):
+    d = tmp_path / "p"
+    d.mkdir()
+    (d / ".env").write_text("FROM_DOTENV=1\n")
+    p = _init(d, "--dotenv")
+    assert p.stdout.splitlines() == [f"ctxd: wrote and allowed {d / '.contextrc'}",
+                                     f"ctxd: .env loaded here ([env] files in {d / '.contextrc'})"]
+    assert sets(plan_for(d, allow=False))["FROM_DOTENV"] == ("1", str(d / ".env"))
+    e = tmp_path / "e"
+    e.mkdir()
+    p = _init(e)
+    assert p.stdout.splitlines() == [f"ctxd: wrote and allowed {e / '.contextrc'}"]
+    assert '# files = [".env"]' in (e / ".contextrc").read_text()
+    assert parse_bytes("f", (e / ".contextrc").read_bytes())["env_files"] == []
+
+
+def test_init_asks_on_a_terminal(tmp_path):
+    import shutil
+
+    import pexpect
+
+    for answer, loaded in (("y", True), ("n", False)):
+        d = tmp_path / answer
+        d.mkdir()
+        (d / ".env").write_text("FROM_DOTENV=1\n")
+        child = pexpect.spawn(shutil.which("ctxd"), ["init", str(d)], env=dict(os.environ), encoding="utf-8",
+                              timeout=30)
+        child.expect(r"\.env found here\. Load it whenever you are in this project \(\[env\] files\)\? "
+                     r"Every command run here, AI CLIs included, then sees its variables \[Y/n\]: ")
+        child.sendline(answer)
+        child.expect(pexpect.EOF)
+        child.close()
+        assert child.exitstatus == 0
+        assert ("FROM_DOTENV" in sets(plan_for(d, allow=False))) is loaded
