@@ -107,6 +107,14 @@ def test_nvm_lts_aliases_use_nvms_alias_files_then_the_codename_table(tmp_path, 
     assert rng.status == "unresolved"
     system = resolve(project(tmp_path, {".nvmrc": "system\n"}, name="sys"), env, "node")
     assert system.status == "system" and system.bin is None
+    # nothing installed: the install command keeps the alias where the manager understands it
+    env["NVM_DIR"] = str(tmp_path / "no-nvm")
+    (home / ".volta").mkdir()  # volta is the manager in use
+    assert resolve(iron, env, "node").install == "volta install node@20"
+    assert resolve(root, env, "node").install == "volta install node@lts"
+    (home / ".volta").rmdir()
+    assert resolve(root, env, "node").install == "nvm install --lts"
+    assert resolve(iron, env, "node").install == "nvm install lts/iron"
 
 
 def test_fnm_default_and_fnm_dir(tmp_path, home, env):

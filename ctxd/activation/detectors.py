@@ -52,7 +52,7 @@ class Detector:
         self.name = name
         self.markers = tuple(markers)
         self.activate = activate  # fn(root, plan, environ) adding to the plan
-        self.pins = tuple(pins)  # (tool, file, reader) tuples, read by `ctxd show` only
+        self.pins = tuple(pins)  # (tool, file, reader) tuples for read_pins (show, handoff)
 
 
 # -- activation functions ---------------------------------------------------
@@ -96,7 +96,8 @@ def _bin_dir(label, rel):
     return activate
 
 
-# -- version pins (for `ctxd show`; never on the hot path) -------------------
+# -- version pins as listed by `ctxd show` and handoffs (never on the hot path; -----
+# -- activation reads and resolves pins in ctxd/activation/pins.py) ----------------
 
 def _first_line(path):
     with open(path, encoding="utf-8", errors="replace") as f:

@@ -543,8 +543,6 @@ def notices(plan, environ):
     out = []
     for pin in plan.pins:
         if pin.status in ("missing", "unresolved") and pin.notify and pin.key not in told:
-            if any(c.isspace() for c in pin.key):
-                continue
             out.append(message(pin))
             told.append(pin.key)
     if not out:
