@@ -12,7 +12,7 @@ import sys
 
 
 FORMATS = ("json", "dotenv", "gha")  # ctxd.activation.formats renders them
-USAGE = "usage: ctxd export bash|zsh|fish  |  ctxd export json|dotenv|gha [--strict] [DIR]\n"
+USAGE = "usage: ctxd export SHELL  |  ctxd export json|dotenv|gha [--strict] [DIR]\n"
 
 
 def _write(text):
