@@ -108,7 +108,11 @@ function __ctxd_hook
     __ctxd_find_root
     set -l r $__ctxd_r
     set -q CTXD_STATE; and set -l cur_state "$CTXD_STATE"; or set -l cur_state ""
+    # a changed DIRENV_DIFF (direnv loaded, reloaded or unloaded) asks ctxd too:
+    # a reload reverts PATH to direnv's snapshot, which may predate ctxd's entries
+    set -q DIRENV_DIFF; and set -l cur_direnv "$DIRENV_DIFF"; or set -l cur_direnv ""
     if test "$__ctxd_init" = 1; and test "$r" = "$__ctxd_root"; and test "$cur_state" = "$__ctxd_seen"
+        and test "$cur_direnv" = "$__ctxd_dseen"
         if not __ctxd_watch_changed
             return $ctxd_status
         end
@@ -123,9 +127,11 @@ function __ctxd_hook
     set -l done 1
     if test -z "$r"; and test -n "$cur_state"; and test "$__ctxd_fast_leave" = 1
         and test "$cur_state" = "$__ctxd_seen"; and test "$PATH" = "$__ctxd_path"
-        and builtin functions -q __ctxd_restore
+        and test -z "$cur_direnv"; and builtin functions -q __ctxd_restore
         # Leaving for no project, nothing touched since our export, no on_leave
-        # hook: the restore function undoes it exactly, without starting ctxd.
+        # hook, no direnv diff (only ctxd itself can take its entries out of
+        # direnv's snapshot): the restore function undoes it exactly, without
+        # starting ctxd.
         __ctxd_restore
         builtin functions -e __ctxd_restore
         set -g __ctxd_fast_leave 0
@@ -137,6 +143,7 @@ function __ctxd_hook
         set -g __ctxd_root $r
         set -g __ctxd_path "$PATH"
         set -q CTXD_STATE; and set -g __ctxd_seen "$CTXD_STATE"; or set -g __ctxd_seen ""
+        set -q DIRENV_DIFF; and set -g __ctxd_dseen "$DIRENV_DIFF"; or set -g __ctxd_dseen ""
     end
     builtin functions -e __ctxd_hold_sigint
     return $ctxd_status

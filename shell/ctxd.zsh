@@ -81,7 +81,10 @@ _ctxd_hook() {
   \builtin emulate -L zsh
   \builtin local _ctxd_r _ctxd_done=1
   _ctxd_find_root
-  if [[ ${_ctxd_init-} == 1 && $_ctxd_r == "${_ctxd_root-}" && ${CTXD_STATE-} == "${_ctxd_seen-}" ]] \
+  # a changed DIRENV_DIFF (direnv loaded, reloaded or unloaded) asks ctxd too:
+  # a reload reverts PATH to direnv's snapshot, which may predate ctxd's entries
+  if [[ ${_ctxd_init-} == 1 && $_ctxd_r == "${_ctxd_root-}" && ${CTXD_STATE-} == "${_ctxd_seen-}" \
+        && ${DIRENV_DIFF-} == "${_ctxd_dseen-}" ]] \
     && ! _ctxd_watch_changed; then
     \builtin return $_ctxd_status
   fi
@@ -93,10 +96,12 @@ _ctxd_hook() {
   # changes nothing.
   \builtin trap : INT
   if [[ -z $_ctxd_r && -n ${CTXD_STATE-} && ${_ctxd_fast_leave-} == 1 \
-        && $CTXD_STATE == "${_ctxd_seen-}" && ${PATH-} == "${_ctxd_path-}" ]] \
+        && $CTXD_STATE == "${_ctxd_seen-}" && ${PATH-} == "${_ctxd_path-}" && -z ${DIRENV_DIFF-} ]] \
      && (( ${+functions[_ctxd_restore]} )); then
     # Leaving for no project, nothing touched since our export, no on_leave
-    # hook: the restore function undoes it exactly, without starting ctxd.
+    # hook, no direnv diff (only ctxd itself can take its entries out of
+    # direnv's snapshot): the restore function undoes it exactly, without
+    # starting ctxd.
     _ctxd_restore
     \builtin unfunction _ctxd_restore
     \builtin typeset -g _ctxd_fast_leave=0
@@ -104,7 +109,8 @@ _ctxd_hook() {
     _ctxd_run || _ctxd_done=
   fi
   if [[ -n $_ctxd_done ]]; then
-    \builtin typeset -g _ctxd_init=1 _ctxd_root=$_ctxd_r _ctxd_seen=${CTXD_STATE-} _ctxd_path=${PATH-}
+    \builtin typeset -g _ctxd_init=1 _ctxd_root=$_ctxd_r _ctxd_seen=${CTXD_STATE-} _ctxd_path=${PATH-} \
+      _ctxd_dseen=${DIRENV_DIFF-}
   fi
   \builtin return $_ctxd_status
 }
