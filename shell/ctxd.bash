@@ -33,10 +33,11 @@ _ctxd_find_root() {
   \builtin return 0
 }
 
-# Status 0 when a watched file changed since the last export.
+# Status 0 when a watched file changed since the last export (or since the
+# one whose CTXD_WATCH is $1).
 _ctxd_watch_changed() {
-  [[ -n ${CTXD_WATCH-} ]] || \builtin return 1
-  \builtin local _ctxd_rest="$CTXD_WATCH" _ctxd_line _ctxd_stamp=
+  \builtin local _ctxd_rest="${1-${CTXD_WATCH-}}" _ctxd_line _ctxd_stamp=
+  [[ -n $_ctxd_rest ]] || \builtin return 1
   _ctxd_stamp=${_ctxd_rest%%"$_ctxd_nl"*}
   if [[ $_ctxd_rest == *"$_ctxd_nl"* ]]; then _ctxd_rest=${_ctxd_rest#*"$_ctxd_nl"}; else _ctxd_rest=; fi
   while [[ -n $_ctxd_rest ]]; do
@@ -67,6 +68,10 @@ _ctxd_run() {
   if [[ -n $_ctxd_out ]]; then
     \builtin eval "$_ctxd_out"
   fi
+  if [[ -n ${_ctxd_revisit_ok-} ]]; then  # ctxd says this code may be replayed
+    (( _ctxd_rc != 0 )) || _ctxd_revisit_put "${_ctxd_r-}" "$_ctxd_revisit_ok" "$_ctxd_out"
+    _ctxd_revisit_ok=
+  fi
   if (( _ctxd_rc != 0 )); then
     # ctxd is gone, crashed or found its state corrupt: undo the last
     # activation without it, so the shell is clean whatever happened.
@@ -80,6 +85,46 @@ _ctxd_run() {
     fi
   fi
   \builtin return 0
+}
+
+# The revisit cache (see ctxd/activation/revisit.py): per project root, the
+# code ctxd printed on entering it, a test that the environment is the one it
+# was printed for, and its CTXD_WATCH. Plain shell arrays (never exported: a
+# new shell starts empty), at most 16 roots.
+_ctxd_rv_root=() _ctxd_rv_test=() _ctxd_rv_code=() _ctxd_rv_watch=()
+
+_ctxd_revisit_put() {
+  \builtin local _ctxd_i=0 _ctxd_n=${#_ctxd_rv_root[@]}
+  [[ -n $1 ]] || \builtin return 0
+  while (( _ctxd_i < _ctxd_n )) && [[ ${_ctxd_rv_root[_ctxd_i]} != "$1" ]]; do
+    _ctxd_i=$((_ctxd_i + 1))
+  done
+  if (( _ctxd_i >= 16 )); then
+    _ctxd_rv_root=() _ctxd_rv_test=() _ctxd_rv_code=() _ctxd_rv_watch=()
+    _ctxd_i=0
+  fi
+  _ctxd_rv_root[_ctxd_i]=$1
+  _ctxd_rv_test[_ctxd_i]=$2
+  _ctxd_rv_code[_ctxd_i]=$3
+  _ctxd_rv_watch[_ctxd_i]=${CTXD_WATCH-}
+}
+
+# Status 0 when the project at $_ctxd_r was entered again without ctxd: its
+# entry's test holds and no file it watches changed, so its code is what
+# ctxd would print now.
+_ctxd_revisit() {
+  \builtin local _ctxd_i=0
+  while (( _ctxd_i < ${#_ctxd_rv_root[@]} )); do
+    if [[ ${_ctxd_rv_root[_ctxd_i]} == "$_ctxd_r" ]]; then
+      \builtin eval "${_ctxd_rv_test[_ctxd_i]}" || \builtin return 1
+      _ctxd_watch_changed "${_ctxd_rv_watch[_ctxd_i]}" && \builtin return 1
+      \builtin eval "${_ctxd_rv_code[_ctxd_i]}"
+      _ctxd_revisit_ok=
+      \builtin return 0
+    fi
+    _ctxd_i=$((_ctxd_i + 1))
+  done
+  \builtin return 1
 }
 
 _ctxd_hook() {
@@ -114,6 +159,8 @@ _ctxd_hook() {
     _ctxd_restore
     \builtin unset -f _ctxd_restore
     _ctxd_fast_leave=0
+  elif [[ -n $_ctxd_r && $_ctxd_r != "${_ctxd_root-}" ]] && _ctxd_revisit; then
+    :  # back in a project entered before, nothing changed: applied without ctxd
   elif [[ -n $_ctxd_r || -n ${CTXD_STATE-} ]]; then
     _ctxd_run || _ctxd_done=
   fi

@@ -47,10 +47,17 @@ function __ctxd_find_root
     test -n "$__ctxd_r"; or set __ctxd_r /
 end
 
+# Status 0 when a watched file changed since the last export (or since the
+# one whose CTXD_WATCH is $argv[1]).
 function __ctxd_watch_changed
-    set -q CTXD_WATCH; or return 1
-    test -n "$CTXD_WATCH"; or return 1
-    set -l lines (string split \n -- $CTXD_WATCH)
+    set -l w
+    if set -q argv[1]
+        set w $argv[1]
+    else if set -q CTXD_WATCH
+        set w "$CTXD_WATCH"
+    end
+    test -n "$w"; or return 1
+    set -l lines (string split \n -- $w)
     set -l stamp $lines[1]
     # Split every line at once: a command substitution per line cost ~2 ms per
     # prompt for the ~11 lines a project has. One output line per input line
@@ -88,6 +95,10 @@ function __ctxd_run
     if test -n "$out"
         builtin printf '%s\n' $out | builtin source
     end
+    if test -n "$__ctxd_revisit_ok"  # ctxd says this code may be replayed
+        test $rc -eq 0; and __ctxd_revisit_put "$__ctxd_r" "$__ctxd_revisit_ok" (string join \n -- $out | string split0)
+        set -g __ctxd_revisit_ok ""
+    end
     if test $rc -ne 0
         builtin functions -q __ctxd_restore; and __ctxd_restore
         builtin functions -e __ctxd_restore
@@ -103,9 +114,49 @@ function __ctxd_run
     return 0
 end
 
+# The revisit cache (see ctxd/activation/revisit.py): per project root, the
+# code ctxd printed on entering it, a test that the environment is the one it
+# was printed for, and its CTXD_WATCH. Plain global lists (never exported: a
+# new shell starts empty), at most 16 roots.
+set -g __ctxd_rv_root
+set -g __ctxd_rv_test
+set -g __ctxd_rv_code
+set -g __ctxd_rv_watch
+
+function __ctxd_revisit_put --argument-names root check code
+    test -n "$root"; or return 0
+    set -l i (contains -i -- $root $__ctxd_rv_root)
+    if test -z "$i"
+        if test (count $__ctxd_rv_root) -ge 16
+            set -g __ctxd_rv_root
+            set -g __ctxd_rv_test
+            set -g __ctxd_rv_code
+            set -g __ctxd_rv_watch
+        end
+        set i (math (count $__ctxd_rv_root) + 1)
+    end
+    set -g __ctxd_rv_root[$i] $root
+    set -g __ctxd_rv_test[$i] $check
+    set -g __ctxd_rv_code[$i] $code
+    set -q CTXD_WATCH; and set -g __ctxd_rv_watch[$i] "$CTXD_WATCH"; or set -g __ctxd_rv_watch[$i] ""
+end
+
+# Status 0 when the project at $__ctxd_r was entered again without ctxd: its
+# entry's test holds and no file it watches changed, so its code is what
+# ctxd would print now.
+function __ctxd_revisit
+    set -l i (contains -i -- $__ctxd_r $__ctxd_rv_root); or return 1
+    builtin printf '%s\n' $__ctxd_rv_test[$i] | builtin source; or return 1
+    __ctxd_watch_changed $__ctxd_rv_watch[$i]; and return 1
+    builtin printf '%s\n' $__ctxd_rv_code[$i] | builtin source
+    set -g __ctxd_revisit_ok ""
+    return 0
+end
+
+# --no-walk: the root walk already ran for this $PWD (see __ctxd_on_prompt)
 function __ctxd_hook
     set -l ctxd_status $status
-    __ctxd_find_root
+    test "$argv[1]" = --no-walk; or __ctxd_find_root
     set -l r $__ctxd_r
     set -q CTXD_STATE; and set -l cur_state "$CTXD_STATE"; or set -l cur_state ""
     # a changed DIRENV_DIFF (direnv loaded, reloaded or unloaded) asks ctxd too:
@@ -135,6 +186,8 @@ function __ctxd_hook
         __ctxd_restore
         builtin functions -e __ctxd_restore
         set -g __ctxd_fast_leave 0
+    else if test -n "$r"; and test "$r" != "$__ctxd_root"; and __ctxd_revisit
+        # back in a project entered before, nothing changed: applied without ctxd
     else if test -n "$r"; or test -n "$cur_state"
         __ctxd_run; or set done 0
     end
@@ -149,10 +202,22 @@ function __ctxd_hook
     return $ctxd_status
 end
 
+# A cd runs the root walk once: the prompt right after it reuses the walk's
+# root (later prompts walk again, to notice a marker created meanwhile).
 function __ctxd_on_pwd --on-variable PWD
     __ctxd_hook
+    set -g __ctxd_walked $PWD
 end
 
 function __ctxd_on_prompt --on-event fish_prompt
-    __ctxd_hook
+    set -l st $status
+    set -l walk
+    set -q __ctxd_walked; and test "$__ctxd_walked" = "$PWD"; and set walk --no-walk
+    set -e __ctxd_walked
+    __ctxd_status $st  # the hook keeps $status: give it the user's
+    __ctxd_hook $walk
+end
+
+function __ctxd_status
+    return $argv[1]
 end

@@ -31,11 +31,14 @@ _ctxd_find_root() {
   \builtin return 0
 }
 
+# Status 0 when a watched file changed since the last export (or since the
+# one whose CTXD_WATCH is $1).
 _ctxd_watch_changed() {
   \builtin emulate -L zsh
-  [[ -n ${CTXD_WATCH-} ]] || \builtin return 1
+  \builtin local _ctxd_w=${1-${CTXD_WATCH-}}
+  [[ -n $_ctxd_w ]] || \builtin return 1
   \builtin local -a _ctxd_lines
-  _ctxd_lines=("${(@f)CTXD_WATCH}")
+  _ctxd_lines=("${(@f)_ctxd_w}")
   \builtin local _ctxd_stamp=${_ctxd_lines[1]} _ctxd_line
   for _ctxd_line in "${(@)_ctxd_lines[2,-1]}"; do
     case $_ctxd_line in
@@ -63,6 +66,10 @@ _ctxd_run() {
   if [[ -n $_ctxd_out ]]; then
     \builtin eval "$_ctxd_out"
   fi
+  if [[ -n ${_ctxd_revisit_ok-} ]]; then  # ctxd says this code may be replayed
+    (( _ctxd_rc != 0 )) || _ctxd_revisit_put "${_ctxd_r-}" "$_ctxd_revisit_ok" "$_ctxd_out"
+    \builtin typeset -g _ctxd_revisit_ok=
+  fi
   if (( _ctxd_rc != 0 )); then
     if (( ${+functions[_ctxd_restore]} )); then _ctxd_restore; fi
     \builtin unfunction _ctxd_restore 2>/dev/null
@@ -73,6 +80,37 @@ _ctxd_run() {
       \builtin print -ru2 -- "ctxd: the hook could not run ctxd (exit $_ctxd_rc); project environment unloaded. Try: ctxd doctor"
     fi
   fi
+  \builtin return 0
+}
+
+# The revisit cache (see ctxd/activation/revisit.py): per project root, the
+# code ctxd printed on entering it, a test that the environment is the one it
+# was printed for, and its CTXD_WATCH. Plain shell variables (never exported:
+# a new shell starts empty), at most 16 roots.
+\builtin typeset -gA _ctxd_rv_test _ctxd_rv_code _ctxd_rv_watch
+_ctxd_rv_test=() _ctxd_rv_code=() _ctxd_rv_watch=()
+
+_ctxd_revisit_put() {
+  \builtin emulate -L zsh
+  [[ -n $1 ]] || \builtin return 0
+  if (( ! ${+_ctxd_rv_test[$1]} && ${#_ctxd_rv_test} >= 16 )); then
+    _ctxd_rv_test=() _ctxd_rv_code=() _ctxd_rv_watch=()
+  fi
+  _ctxd_rv_test[$1]=$2
+  _ctxd_rv_code[$1]=$3
+  _ctxd_rv_watch[$1]=${CTXD_WATCH-}
+}
+
+# Status 0 when the project at $_ctxd_r was entered again without ctxd: its
+# entry's test holds and no file it watches changed, so its code is what
+# ctxd would print now.
+_ctxd_revisit() {
+  \builtin emulate -L zsh
+  (( ${+_ctxd_rv_test[$_ctxd_r]} )) || \builtin return 1
+  \builtin eval "${_ctxd_rv_test[$_ctxd_r]}" || \builtin return 1
+  _ctxd_watch_changed "${_ctxd_rv_watch[$_ctxd_r]}" && \builtin return 1
+  \builtin eval "${_ctxd_rv_code[$_ctxd_r]}"
+  \builtin typeset -g _ctxd_revisit_ok=
   \builtin return 0
 }
 
@@ -105,6 +143,8 @@ _ctxd_hook() {
     _ctxd_restore
     \builtin unfunction _ctxd_restore
     \builtin typeset -g _ctxd_fast_leave=0
+  elif [[ -n $_ctxd_r && $_ctxd_r != "${_ctxd_root-}" ]] && _ctxd_revisit; then
+    :  # back in a project entered before, nothing changed: applied without ctxd
   elif [[ -n $_ctxd_r || -n ${CTXD_STATE-} ]]; then
     _ctxd_run || _ctxd_done=
   fi

@@ -210,6 +210,12 @@ def render(shell, environ, t):
         # Without on_leave hooks, leaving for a plain directory needs no ctxd process:
         # the hook may call the restore function itself (see shell/ templates).
         out.append(shell.fast_leave(bool(t.state and not t.state.leave)))
+        if changed and shell.revisit_var and t.state:  # the hook may replay this code (activation/revisit.py)
+            from ctxd.activation import revisit
+
+            pairs = revisit.check_pairs(environ, t, names)
+            if pairs is not None:
+                out.append(shell.set_flag(shell.revisit_var, shell.env_check(pairs)))
     for w in t.warnings:
         out.append(shell.warn(w))
     return shell.join(out)

@@ -104,6 +104,7 @@ class Shell:
     fast_leave_var = ""   # non-exported flag: the hook may leave without ctxd
     rc_file = ""          # where the install line goes, as shown to the user
     hook_cache = False    # rc lines source a start-up copy of the hook (cache_guard, rc_text's hook_file)
+    revisit_var = ""      # non-exported: the test under which the hook may replay this export (env_check)
 
     # -- what the user puts in, or types into, the shell ---------------------
     @property
@@ -210,6 +211,11 @@ class Shell:
 
     def set_flag(self, name, value):
         """A plain (non-exported) global shell variable the hook reads."""
+        raise NotImplementedError
+
+    def env_check(self, pairs):
+        """A condition, as shell code, true while every (name, value) of
+        *pairs* holds (value None: unset). See ctxd.activation.revisit."""
         raise NotImplementedError
 
     def fast_leave(self, allowed):

@@ -35,6 +35,7 @@ class Bash(Shell):
     hook_fn = "_ctxd_hook"
     rc_file = "~/.bashrc"
     hook_cache = True
+    revisit_var = "_ctxd_revisit_ok"
     startup_files = (".bashrc", ".bash_profile", ".bash_login", ".profile")
 
     def rc_candidates(self, environ):
@@ -109,6 +110,17 @@ class Bash(Shell):
 
     def drop_restore(self):
         return f"\\builtin unset -f {self.restore_fn}"
+
+    def env_check(self, pairs):
+        tests = []
+        for name, value in pairs:
+            check_name(name)
+            if value is None:
+                tests.append(f"-z ${{{name}+x}}")
+            else:
+                check_value(name, value)
+                tests.append(f'${{{name}+x}} == x && "${name}" == {ansi_c_quote(value, always=True)}')
+        return f"[[ {' && '.join(tests)} ]]" if tests else "true"
 
     def if_value(self, name, value, statement):
         check_name(name)

@@ -42,6 +42,7 @@ class Fish(Shell):
     fast_leave_var = "__ctxd_fast_leave"
     rc_file = "~/.config/fish/config.fish"
     hook_cache = True
+    revisit_var = "__ctxd_revisit_ok"
 
     @property
     def install_line(self):
@@ -131,6 +132,19 @@ class Fish(Shell):
 
     def drop_restore(self):
         return f"builtin functions -e {self.restore_fn}"
+
+    def env_check(self, pairs):
+        # a path variable (PATH, MANPATH, ...) in double quotes joins with ":",
+        # as the environment holds it; any other one has one element here
+        tests = []
+        for name, value in pairs:
+            check_name(name)
+            if value is None:
+                tests.append(f"not set -q {name}")
+            else:
+                check_value(name, value)
+                tests.append(f'set -q {name}; and test "${name}" = {self.quote(value)}')
+        return "; and ".join(tests) if tests else "true"
 
     def if_value(self, name, value, statement):
         check_name(name)

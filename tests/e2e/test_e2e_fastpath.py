@@ -58,12 +58,15 @@ def test_no_process_outside_projects_or_within_one(shell, sessions, tmp_path):
         cd(s, d)
     assert runs(log) == 1
 
-    # a PATH the user changed inside needs ctxd to leave (to keep the user's entry)
+    # back in the project, nothing changed: the revisit cache applies it, no process
+    # (tests/e2e/test_e2e_revisit.py has what makes it run ctxd again)
     cd(s, py)
-    assert runs(log) == 2
+    assert runs(log) == 1
+    assert s.env_dump()["VIRTUAL_ENV"] == os.path.join(py, ".venv")
+    # a PATH the user changed inside needs ctxd to leave (to keep the user's entry)
     s.run("export PATH=/my/bin:$PATH" if shell != "fish" else "set -gx PATH /my/bin $PATH")
     cd(s, a)
-    assert runs(log) == 3
+    assert runs(log) == 2
     path = s.env_dump()["PATH"].split(":")
     assert "/my/bin" in path and os.path.join(py, ".venv", "bin") not in path
 

@@ -1,0 +1,85 @@
+"""The revisit cache: entering a project again applies without ctxd.
+
+When an export enters a project, the code it prints is a pure function of
+the shell's environment (the variables it may touch, PATH, ctxd's state,
+the directories ctxd's own paths and version managers come from, the
+variables a trusted .contextrc or .env file expands) and of the files the
+activation watches. The hooks keep that code per root in a non-exported
+shell variable (a new shell starts empty) together with a test, made here,
+that those variables hold exactly the values they had when it was printed.
+Back in the same root, with the test true and the watched files unchanged
+(the CTXD_WATCH stamps the hooks compare anyway), the hook evaluates the
+stored code: what ctxd would print again, without starting it. Anything
+else (a user's own change to PATH or to a variable the project sets since,
+an edited .contextrc, new trust, another branch) fails the test or the stamp
+check, and ctxd runs as before.
+
+Never cached: activations with on_enter or on_leave commands (they must
+run), and the transition out of a project with on_leave commands.
+Standard library only (the hot path).
+"""
+
+from ctxd.activation.state import STATE_VAR, WATCH_VAR
+
+# Read by the planner or by what it runs through (ctxd.paths, trust, config,
+# direnv's state); every variable named like a tool's directory is checked too
+# (NVM_DIR, PYENV_ROOT, ASDF_DATA_DIR, VOLTA_HOME, ...: where pins are looked up).
+ALWAYS = ("HOME", "PATH", STATE_VAR, WATCH_VAR, "DIRENV_DIFF", "DIRENV_DIR", "DIRENV_WATCHES")
+SUFFIXES = ("_DIR", "_HOME", "_ROOT", "_PREFIX", "_PATH")
+
+
+def cacheable(t):
+    """Whether the code for transition *t* may be replayed by the hook."""
+    if not (t.state and t.plan) or t.plan.on_enter or t.plan.on_leave or t.state.leave:
+        return False
+    if t.old and t.old.root == t.state.root:
+        return False  # a re-export inside: the hook looks entries up only when the root changes
+    return not (t.old and t.old.leave)
+
+
+def check_pairs(environ, t, names):
+    """[(name, value or None)] the replay test compares, or None when *t* cannot be cached."""
+    if not cacheable(t):
+        return None
+    refs = referenced(t.plan)
+    if refs is None:
+        return None
+    want = set(names) | set(ALWAYS) | refs
+    want.update(n for n in environ if n.endswith(SUFFIXES))
+    return [(n, environ.get(n)) for n in sorted(want)]
+
+
+def referenced(plan):
+    """Names a trusted .contextrc (or a watched .env file) may expand with ${NAME}; None if unreadable."""
+    import os
+
+    paths = [p for p, _status, _err in plan.files]
+    paths += [p for p in plan.watch if os.path.basename(p).startswith(".env")]
+    found = set()
+    for path in dict.fromkeys(paths):
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return None
+        found.update(dollar_names(data.decode("utf-8", "replace")))
+    return found
+
+
+def dollar_names(text):
+    """Every NAME after a ``$`` (``${NAME}``, ``${NAME:-x}``, ``$NAME``) in *text*."""
+    out = set()
+    i = text.find("$")
+    while i != -1:
+        j = i + 1
+        if j < len(text) and text[j] == "{":
+            j += 1
+        k = j
+        while k < len(text) and (text[k] == "_" or text[k].isalnum()) and text[k].isascii():
+            k += 1
+        if k > j:
+            out.add(text[j:k])
+        i = text.find("$", max(k, i + 1))
+    return out
