@@ -16,17 +16,39 @@ import pexpect
 import pytest
 
 SHELLS = ("bash", "zsh", "fish")
+# tcsh and elvish from Debian; xonsh (PyPI) and nushell (npm) into ~/.cache/ctxd-ci by .ci/run
+MORE_SHELLS = ("tcsh",)  # elvish, xonsh, nu: next
 PROMPT = "CTXDPROMPT>"
+CI_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "ctxd-ci")
+CACHED = {  # where .ci/run installs the shells that are not Debian packages
+    "xonsh": os.path.join(CI_CACHE, "xonsh", "bin", "xonsh"),
+    "nu": os.path.join(CI_CACHE, "nushell", "node_modules", ".bin", "nu"),
+}
+INSTALL = {
+    "tcsh": "apt-get install -y tcsh", "elvish": "apt-get install -y elvish",
+    "xonsh": "python3 -m venv ~/.cache/ctxd-ci/xonsh && ~/.cache/ctxd-ci/xonsh/bin/pip install xonsh",
+    "nu": "npm install --prefix ~/.cache/ctxd-ci/nushell nushell",
+}
+
+
+def find(shell):
+    """The shell's path (PATH first, then .ci/run's cache), or None."""
+    path = shutil.which(shell)
+    if path:
+        return path
+    cached = CACHED.get(shell)
+    return cached if cached and os.access(cached, os.X_OK) else None
 
 
 def require(shell):
     """The shell's path; fails (never skips) in CI when it is missing."""
-    path = shutil.which(shell)
+    path = find(shell)
     if path:
         return path
+    how = INSTALL.get(shell, "apt-get install -y zsh fish")
     if os.environ.get("CI"):
-        pytest.fail(f"{shell} is not installed; CI must install it (apt-get install -y zsh fish)")
-    pytest.skip(f"{shell} is not installed")
+        pytest.fail(f"shell {shell} is not installed; CI must install it ({how}; see .ci/run)")
+    pytest.skip(f"shell {shell} is not installed ({how})")
 
 
 def ctxd_bin_dir():
@@ -68,6 +90,8 @@ class ShellSession:
             argv = [path, "--norc", "--noprofile", "-i"]
         elif shell == "zsh":
             argv = [path, "-f", "-i"]
+        elif shell in MORE_SHELLS:
+            argv = [path] + MORE_ARGV[shell]
         else:
             argv = [path, "--no-config", "-i"]
         self.child = pexpect.spawn(argv[0], argv[1:], env=self.env, cwd=cwd or self.home,
@@ -78,6 +102,8 @@ class ShellSession:
             self.child.sendline(f"PS1='{PROMPT}'; PS2=''; unset PROMPT_COMMAND; bind 'set enable-bracketed-paste off' 2>/dev/null")
         elif shell == "zsh":
             self.child.sendline(f"PS1='{PROMPT}'; PS2=''; unsetopt zle 2>/dev/null; unsetopt prompt_sp")
+        elif shell in MORE_SHELLS:
+            self.child.sendline(MORE_SETUP[shell])
         else:
             self.child.sendline(f"function fish_prompt; printf '{PROMPT}'; end; function fish_right_prompt; end; "
                                 "set -g fish_autosuggestion_enabled 0")
@@ -88,6 +114,8 @@ class ShellSession:
     def install_hook(self):
         if self.shell == "fish":
             return self.run("ctxd hook fish | source")
+        if self.shell in MORE_SHELLS:
+            return self.run(MORE_INSTALL[self.shell])
         return self.run(f'eval "$(ctxd hook {self.shell})"')
 
     def run(self, command, timeout=None):
@@ -106,13 +134,15 @@ class ShellSession:
         return "\n".join(kept).strip("\n")
 
     def cd(self, path):
+        if self.shell in MORE_SHELLS:
+            return self.run(f"cd {more_literal(self.shell, str(path))}")
         q = "'" + str(path).replace("'", "'\\''") + "'" if self.shell != "fish" else fish_literal(str(path))
         return self.run(f"cd {q}")
 
     def env_dump(self):
         """The shell's exported environment, exactly (bytes-faithful)."""
         f = os.path.join(self.home, f"env-{uuid.uuid4().hex}.bin")
-        self.run(f"env -0 > '{f}'")
+        self.run(f"^env -0 o> '{f}'" if self.shell == "nu" else f"env -0 > '{f}'")
         with open(f, "rb") as fh:
             data = fh.read()
         os.unlink(f)
@@ -126,7 +156,8 @@ class ShellSession:
 
     def status_after(self, command):
         """$? (or $status) as the next command line sees it after *command*."""
-        var = "$status" if self.shell == "fish" else "$?"
+        var = {"fish": "$status", "tcsh": "$status", "nu": "$env.LAST_EXIT_CODE",
+               "xonsh": "@(__xonsh__.history[-1].rtn)"}.get(self.shell, "$?")
         self.child.sendline(command)
         self.child.expect_exact(PROMPT)
         return int(self.run(f"echo STATUS={var}").split("STATUS=")[1].split()[0])
@@ -151,3 +182,38 @@ def write_config(home, tree):
 
 def fish_literal(s):
     return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+# -- tcsh, elvish, xonsh, nushell: started with no rc file and a plain prompt --
+
+MORE_ARGV = {
+    "tcsh": ["-f", "-i"],
+    "elvish": ["-norc", "-i"],
+    "xonsh": ["--no-rc", "-i", "--shell-type=readline"],
+    "nu": ["--no-config-file", "--no-std-lib", "-i"],
+}
+MORE_SETUP = {
+    "tcsh": f"set prompt = '{PROMPT}'; unset prompt2 prompt3; unset autologout",
+    "elvish": f"set edit:prompt = {{ put '{PROMPT}' }}; set edit:rprompt = {{ }}",
+    "xonsh": f"$PROMPT = '{PROMPT}'; $RIGHT_PROMPT = ''; $UPDATE_PROMPT_ON_KEYPRESS = False; "
+             "$AUTO_SUGGEST = False; $XONSH_SHOW_TRACEBACK = False; $COMMANDS_CACHE_SAVE_INTERMEDIATE = False",
+    "nu": f"$env.PROMPT_COMMAND = {{|| '{PROMPT}' }}; $env.PROMPT_COMMAND_RIGHT = ''; "
+          "$env.PROMPT_INDICATOR = ''; $env.PROMPT_MULTILINE_INDICATOR = ''; $env.config.show_banner = false",
+}
+MORE_INSTALL = {
+    "tcsh": 'eval "`ctxd hook tcsh`"',
+    "elvish": "eval (ctxd hook elvish | slurp)",
+    "xonsh": "execx($(ctxd hook xonsh))",
+    "nu": "ctxd hook nu | save -f $'($nu.temp-path)/ctxd-hook.nu'; source-env $'($nu.temp-path)/ctxd-hook.nu'",
+}
+
+
+def more_literal(shell, s):
+    """A word meaning exactly *s* (no newline in it) to tcsh, elvish, xonsh or nu."""
+    if shell == "tcsh":
+        return "'" + s.replace("'", "'\\''").replace("!", "\\!") + "'"
+    if shell == "elvish":
+        return "'" + s.replace("'", "''") + "'"
+    if shell == "xonsh":
+        return "@(" + repr(s) + ")"
+    return json.dumps(s)  # nu's double-quoted strings take JSON's escapes

@@ -84,6 +84,7 @@ def test_install_lines_and_rc_files():
         ("~/.bashrc", 'eval "$(ctxd hook bash)"'),
         ("~/.zshrc", 'eval "$(ctxd hook zsh)"'),
         ("~/.config/fish/config.fish", "ctxd hook fish | source"),
+        ("~/.tcshrc", 'eval "`ctxd hook tcsh`"'),
     ]
     for s in SUPPORTED:
         sh = get_shell(s)
@@ -102,7 +103,7 @@ def test_loads_hook(shell):
     assert sh.loads_hook('eval "$(ctxd hook)"')  # detected shell
     assert not sh.loads_hook("# " + sh.install_line)
     assert not sh.loads_hook("ctxd setup")
-    other = {"bash": "zsh", "zsh": "fish", "fish": "bash"}[shell]
+    other = {"bash": "zsh", "zsh": "fish", "fish": "bash"}.get(shell, "bash")
     assert not sh.loads_hook(get_shell(other).install_line)
 
 
@@ -138,7 +139,7 @@ def _run(shell, script, env):
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=30)
 
 
-@pytest.mark.parametrize("shell", SUPPORTED)
+@pytest.mark.parametrize("shell", shellkit.SHELLS)  # the others: tests/test_more_shells_text.py
 def test_fast_leave_flag_is_a_plain_shell_variable(shell, tmp_path):
     """Set, readable by the hook, never exported (a child shell must not inherit it)."""
     sh = get_shell(shell)
@@ -150,7 +151,7 @@ def test_fast_leave_flag_is_a_plain_shell_variable(shell, tmp_path):
         assert r.stdout.split() == [f"v={want}", "0"], r.stdout + r.stderr
 
 
-@pytest.mark.parametrize("shell", SUPPORTED)
+@pytest.mark.parametrize("shell", shellkit.SHELLS)  # the others: tests/test_more_shells_text.py
 def test_drop_state_command_runs_the_restore_function_then_drops_the_state(shell, tmp_path):
     sh = get_shell(shell)
     restore = sh.define_restore([sh.set_var("CT_BACK", "restored")])

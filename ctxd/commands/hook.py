@@ -95,6 +95,7 @@ def hook(shell):
     bash: eval "$(ctxd hook bash)"   in ~/.bashrc
     zsh:  eval "$(ctxd hook zsh)"    in ~/.zshrc
     fish: ctxd hook fish | source    in ~/.config/fish/config.fish
+    tcsh: eval "`ctxd hook tcsh`"   in ~/.tcshrc
 
     It also refreshes the copy that the lines `ctxd setup` writes load
     at shell start without starting ctxd.

@@ -6,7 +6,7 @@ shell modules are loaded on demand.
 
 from ctxd.errors import UsageError
 
-SUPPORTED = ("bash", "zsh", "fish")
+SUPPORTED = ("bash", "zsh", "fish", "tcsh")
 
 
 def get_shell(name):
@@ -22,4 +22,8 @@ def get_shell(name):
         from ctxd.shells.fish import Fish
 
         return Fish()
+    if name == "tcsh":
+        from ctxd.shells.tcsh import Tcsh
+
+        return Tcsh()
     raise UsageError(f"unsupported shell {name!r} (supported: {', '.join(SUPPORTED)})")
