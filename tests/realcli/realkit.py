@@ -216,3 +216,50 @@ def trust_codex(world, project):
     after = {h["key"]: h["trustStatus"] for h in codex_hooks_list(world, project) if "ctxd" in (h.get("command") or "")}
     assert after and set(after.values()) == {"trusted"}, after
     return sorted(after)
+
+
+# -- Claude Code's session env files (CLAUDE_ENV_FILE) -----------------------------------
+
+def claude_env_files(world, event):
+    """The files Claude Code named $CLAUDE_ENV_FILE for *event*'s hooks, in every session."""
+    return sorted(glob.glob(os.path.join(world.claude_dir, "session-env", "*", f"{event.lower()}-hook-*.sh")))
+
+
+def _ctxd_hooks_running(world):
+    """Whether a ``ctxd chat hook claude`` of this world (its CLAUDE_CONFIG_DIR) is still running."""
+    mine = f"CLAUDE_CONFIG_DIR={world.claude_dir}".encode()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+            if b"chat" not in argv or b"hook" not in argv:
+                continue
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if mine in f.read().split(b"\0"):
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def wait_for_env_file(world, event, text, timeout=60):
+    """Wait until ctxd's *event* hook has written *text* into its env file and exited.
+
+    Claude Code runs CwdChanged hooks alongside the conversation: the next Bash
+    command can start before the hook is done. A model takes seconds to answer;
+    the stub answers at once, so a test waits here before sending the next step.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for path in claude_env_files(world, event):
+            try:
+                with open(path, encoding="utf-8") as f:
+                    written = text in f.read()
+            except OSError:
+                written = False
+            if written and not _ctxd_hooks_running(world):
+                return path
+        time.sleep(0.05)
+    raise AssertionError(f"no {event} env file with {text!r} after {timeout}s: {claude_env_files(world, event)}")

@@ -28,6 +28,13 @@ What each API gets:
   A call whose generationConfig asks for JSON with a schema (Gemini's routing
   call asks for a ``complexity_score``) gets a JSON object made from the schema,
   numbers >= 1.
+
+Scripted tool calls (Anthropic): a reply may be a ``ToolUse`` instead of a text;
+the stub then answers with a ``tool_use`` block (stop_reason ``tool_use``), and
+the CLI runs the tool and sends its result in the next request.
+``bash_then_ok(command)`` answers the first request that offers the Bash tool
+with that command and every later one (the tool_result is in them) with "OK";
+``bash_steps(commands)`` runs several, one a request.
 """
 
 import gzip
@@ -116,6 +123,58 @@ def _gemini_schema(body):
     return None
 
 
+# -- scripted tool calls ---------------------------------------------------------------
+
+@dataclass
+class ToolUse:
+    """A tool call the stub makes (Anthropic ``tool_use``)."""
+    name: str
+    input: dict
+    id: str = field(default_factory=lambda: "toolu_" + uuid.uuid4().hex[:24])
+
+
+def offers_tool(req, name):
+    body = req.body if isinstance(req.body, dict) else {}
+    return any(isinstance(t, dict) and t.get("name") == name for t in body.get("tools") or [])
+
+
+def tool_results(req):
+    """Every tool_result block in the request's messages: [(tool_use_id, text)]."""
+    body = req.body if isinstance(req.body, dict) else {}
+    out = []
+    for m in body.get("messages") or []:
+        content = m.get("content") if isinstance(m, dict) else None
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                c = block.get("content")
+                if isinstance(c, list):
+                    c = "\n".join(x.get("text", "") for x in c if isinstance(x, dict))
+                out.append((block.get("tool_use_id"), c if isinstance(c, str) else ""))
+    return out
+
+
+def bash_steps(commands, before=None, description="Run a command"):
+    """A reply function: for a request that offers Bash and carries n tool results, the Bash
+    tool call ``commands[n]`` (``before(n)`` is called first, e.g. to wait for a hook the
+    last step set off); "OK" once every command has its result, and for other requests."""
+    def reply(req):
+        if not offers_tool(req, "Bash"):
+            return "OK"
+        n = len(tool_results(req))
+        if n >= len(commands):
+            return "OK"
+        if before is not None:
+            before(n)
+        return ToolUse("Bash", {"command": commands[n], "description": description})
+    return reply
+
+
+def bash_then_ok(command, description="Run a command"):
+    """A reply function: the Bash tool call *command* for the first request that offers
+    Bash and carries no tool result yet, "OK" for every other request."""
+    return bash_steps([command], description=description)
+
+
 # -- SSE --------------------------------------------------------------------------------
 
 def sse(events):
@@ -129,25 +188,36 @@ def sse(events):
 
 
 def anthropic_events(model, text, msg_id):
+    """The SSE events of one answer: *text* (a string) or a ToolUse."""
     usage = {"input_tokens": 10, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    if isinstance(text, ToolUse):
+        block = {"type": "tool_use", "id": text.id, "name": text.name, "input": {}}
+        delta = {"type": "input_json_delta", "partial_json": json.dumps(text.input)}
+        stop = "tool_use"
+    else:
+        block = {"type": "text", "text": ""}
+        delta = {"type": "text_delta", "text": text}
+        stop = "end_turn"
     return [
         ("message_start", {"type": "message_start", "message": {
             "id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [],
             "stop_reason": None, "stop_sequence": None, "usage": usage}}),
-        ("content_block_start", {"type": "content_block_start", "index": 0,
-                                 "content_block": {"type": "text", "text": ""}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                 "delta": {"type": "text_delta", "text": text}}),
+        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
         ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
                            "usage": {"output_tokens": 1}}),
         ("message_stop", {"type": "message_stop"}),
     ]
 
 
 def anthropic_message(model, text, msg_id):
+    if isinstance(text, ToolUse):
+        content, stop = [{"type": "tool_use", "id": text.id, "name": text.name, "input": text.input}], "tool_use"
+    else:
+        content, stop = [{"type": "text", "text": text}], "end_turn"
     return {"id": msg_id, "type": "message", "role": "assistant", "model": model,
-            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
+            "content": content, "stop_reason": stop, "stop_sequence": None,
             "usage": {"input_tokens": 10, "output_tokens": 1}}
 
 
@@ -249,9 +319,13 @@ class StubModel:
     def __exit__(self, *exc):
         self.stop()
 
-    def _text_for(self, req):
+    def _text_for(self, req, tools=False):
+        """The answer to *req*: a string, or (for an API with *tools*) a ToolUse."""
         r = self.reply
-        return r(req) if callable(r) else str(r)
+        out = r(req) if callable(r) else r
+        if isinstance(out, ToolUse) and not tools:
+            return "OK"  # scripted tool calls are Anthropic's only
+        return out if isinstance(out, ToolUse) else str(out)
 
     def _record(self, req):
         with self._lock:
@@ -359,7 +433,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(200, {"input_tokens": max(1, len(req.raw) // 4)})
         req.kind = "stream" if body.get("stream") else "json"
         self.owner._record(req)
-        text = self.owner._text_for(req)
+        text = self.owner._text_for(req, tools=True)
         msg_id = "msg_" + uuid.uuid4().hex[:24]
         if req.kind == "stream":
             return self._send(200, sse(anthropic_events(model, text, msg_id)), "text/event-stream")

@@ -12,6 +12,10 @@ dir inside it) and a tmp git project:
    counts, and adds 0 to the hook-fed store;
 5. ``ctxd chat install X --uninstall`` gives the settings files back byte for byte.
 
+Claude Code's Bash tool: the stub model asks for a Bash command (``bash_then_ok``,
+``bash_steps``) and the tool result Claude Code sends back shows the project's
+venv, which ctxd's SessionStart / CwdChanged hooks put in ``$CLAUDE_ENV_FILE``.
+
 Codex: hooks run only once trusted; they are trusted as a user trusts them
 (the folder trust prompt and ``/hooks`` write records into config.toml; see
 realkit.trust_codex), and ``codex exec resume`` plus a third session store each
@@ -28,8 +32,8 @@ import subprocess
 
 import pytest
 
-from realkit import World, cli_path, ctxd_exe, trust_codex
-from stub_model import StubModel
+from realkit import World, cli_path, ctxd_exe, trust_codex, wait_for_env_file
+from stub_model import StubModel, bash_steps, bash_then_ok, offers_tool, tool_results
 
 pytestmark = pytest.mark.realcli
 
@@ -160,6 +164,84 @@ def test_claude_code_keeps_the_users_settings(world, stub):
     assert prompts(world.log()) == [PROMPT1]
     world.ctxd("chat", "install", "claude", "--uninstall")
     assert snapshot(settings) == before
+
+
+# -- Claude Code's Bash tool gets the project's environment (CLAUDE_ENV_FILE) -----------------
+
+WHICH_PYTHON = 'command -v python; echo "VIRTUAL_ENV=$VIRTUAL_ENV"; echo "shell=${ZSH_VERSION:+zsh}${BASH_VERSION:+bash}"'
+
+
+def python_project(world):
+    """The world's project with a real venv (python -m venv) and a marker, trusted."""
+    import sys
+
+    with open(os.path.join(world.project, "pyproject.toml"), "w") as f:
+        f.write('[project]\nname = "demo"\nversion = "0"\n')
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", os.path.join(world.project, ".venv")], check=True)
+    world.ctxd("allow", world.project)
+    return os.path.join(world.project, ".venv")
+
+
+def bash_results(stub):
+    """The Bash tool results Claude Code sent the model, in order (from its last request)."""
+    calls = [c for c in stub.model_calls("anthropic") if offers_tool(c, "Bash")]
+    assert calls, "Claude Code sent no request offering the Bash tool"
+    return [text for _id, text in tool_results(calls[-1])]
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh"])
+def test_claude_code_bash_tool_runs_in_the_projects_venv(world, stub, shell):
+    """The stub model asks for `command -v python; echo $VIRTUAL_ENV`; Claude Code runs it in its
+    Bash tool (a non-interactive shell, no cd hook) and sends the result back: the project's venv,
+    once `ctxd chat install claude` is in (and not before: that is ctxd's doing)."""
+    from shellkit import require
+
+    need("claude")
+    world.env["SHELL"] = require(shell)  # the Bash tool runs the user's shell: bash or zsh
+    venv = python_project(world)
+    local = os.path.join(world.project, ".claude", "settings.local.json")
+    before = snapshot(local)
+
+    stub.reply = bash_then_ok(WHICH_PYTHON)
+    world.claude("Which python does this project use?", "--allowedTools", "Bash")
+    [result] = bash_results(stub)
+    assert f"shell={shell}" in result, result
+    assert venv not in result, f"without ctxd's hooks the Bash tool already had the venv: {result}"
+
+    world.ctxd("chat", "install", "claude")
+    stub.clear()
+    world.claude("Which python does this project use?", "--allowedTools", "Bash")
+    [result] = bash_results(stub)
+    lines = result.splitlines()
+    assert lines[0] == os.path.join(venv, "bin", "python"), result
+    assert f"VIRTUAL_ENV={venv}" in lines and f"shell={shell}" in lines, result
+
+    world.ctxd("chat", "install", "claude", "--uninstall")
+    assert snapshot(local) == before
+
+
+def test_claude_code_bash_tool_leaves_and_reenters_the_project(world, stub):
+    """--add-dir lets the agent cd out of the project: CwdChanged clears the environment there, and
+    brings it back on the way in."""
+    need("claude")
+    venv = python_project(world)
+    other = os.path.join(world.base, "notes")
+    os.makedirs(other)
+    world.ctxd("chat", "install", "claude")
+
+    def wait(step):  # the stub answers at once; a model takes longer than the CwdChanged hook
+        if step == 1:
+            wait_for_env_file(world, "CwdChanged", f": {other}: no project")
+        elif step == 3:
+            wait_for_env_file(world, "CwdChanged", f": {world.project} (")
+
+    stub.reply = bash_steps([f"cd {other}", WHICH_PYTHON, f"cd {world.project}", WHICH_PYTHON], before=wait)
+    world.claude("Look around.", "--allowedTools", "Bash", "--add-dir", other)
+    results = bash_results(stub)
+    assert len(results) == 4, results
+    outside, inside = results[1].splitlines(), results[3].splitlines()
+    assert outside[0] != os.path.join(venv, "bin", "python") and "VIRTUAL_ENV=" in outside, results[1]
+    assert inside[0] == os.path.join(venv, "bin", "python") and f"VIRTUAL_ENV={venv}" in inside, results[3]
 
 
 # -- Codex -------------------------------------------------------------------------------
