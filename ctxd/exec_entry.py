@@ -90,7 +90,12 @@ def run(strict, directory, command, environ=None):
         sys.exit(refuse)
     env = target.child_environment(t)
     if t.exists:
-        os.chdir(t.directory)
+        try:
+            os.chdir(t.directory)
+        except OSError as e:
+            from ctxd.errors import NotFoundError
+
+            raise NotFoundError(f"exec: cannot enter {t.directory}: {e.strerror}") from None
         env["PWD"] = t.directory
     path, err = _find(name, env)
     if err is None:

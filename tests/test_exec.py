@@ -165,6 +165,13 @@ def test_a_missing_dir_runs_plain_with_one_line_or_strict_refuses(tmp_path):
     assert p.stderr == f"ctxd: exec: no such directory: {gone} (--strict: touch not run)\n"
 
 
+def test_a_file_as_dir_is_not_a_directory(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("")
+    p = ctxd_exec("--strict", str(f), "--", "true")
+    assert p.returncode == 4 and p.stderr == f"ctxd: exec: not a directory: {f} (--strict: true not run)\n"
+
+
 def test_outside_any_project_runs_quietly_unless_strict(tmp_path):
     plain = tmp_path / "plain"
     plain.mkdir()

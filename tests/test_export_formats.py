@@ -176,6 +176,16 @@ def test_gha_puts_a_path_it_cannot_prepend_in_github_env_whole(tmp_path):
     assert parse_github_env(genv.read_text())["PATH"] == f"{proj / '.venv' / 'bin'}:{base['PATH']}:{proj / 'late'}"
 
 
+def test_gha_without_github_path_puts_path_in_github_env(tmp_path):
+    proj = project(tmp_path / "proj")
+    genv = tmp_path / "github_env"
+    base = env_of({"GITHUB_ENV": str(genv)})
+    p = export("gha", str(proj), env=base)
+    assert p.returncode == 0 and p.stdout == ""
+    assert parse_github_env(genv.read_text())["PATH"] == f"{proj / '.venv' / 'bin'}:{base['PATH']}"
+    assert oct(genv.stat().st_mode & 0o777) == "0o600"  # created by ctxd: private, like every file it writes
+
+
 def test_gha_outside_actions_prints_the_github_env_lines_and_says_what_it_cannot_unset(tmp_path):
     proj = project(tmp_path / "proj", RC, {".env": DOTENV})
     base = env_of({"DROPME": "was set"})

@@ -116,7 +116,8 @@ def build(environ, directory=None):
     t.env = dict(t.clean)
     t.exists = os.path.isdir(t.directory)
     if not t.exists:
-        t.problem = ("missing", ExitCode.NOT_FOUND, f"no such directory: {t.directory}")
+        what = "not a directory" if os.path.exists(t.directory) else "no such directory"
+        t.problem = ("missing", ExitCode.NOT_FOUND, f"{what}: {t.directory}")
         return t
     t.root = detectors.find_root(t.directory)
     if not t.root:
