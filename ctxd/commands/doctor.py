@@ -407,6 +407,19 @@ def check_store(environ):
     return out
 
 
+def check_sync(environ):
+    """ctxd sync: is sharing on, is the memory ref sound, can the remote be reached."""
+    from ctxd.errors import CtxdError
+    from ctxd.memory.core import ProjectMemory
+
+    try:
+        with ProjectMemory.at(environ=dict(environ), redact=False) as mem:
+            found = mem.sync(dict(environ)).diagnose()
+    except CtxdError as e:
+        return [Check("sync", FAIL, e.message, "ctxd sync status")]
+    return [Check(name, status, message, fix) for name, status, message, fix in found]
+
+
 def check_log(environ, now=None):
     from ctxd import paths
 
@@ -603,6 +616,7 @@ def run_checks(environ=None):
     checks.append(check_config(environ))
     checks.append(check_trust(environ))
     checks.extend(check_store(environ))
+    checks.extend(check_sync(environ))
     checks.extend(check_ai_clis(environ))
     checks.append(check_log(environ))
     return shell, checks

@@ -41,6 +41,7 @@ import gzip
 import hashlib
 import json
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -332,7 +333,14 @@ class Sync:
         self.mem = mem
         self.fact_priority = fact_priority  # facts at least this high were recorded on purpose: they travel
         self.report = report or (lambda line: None)  # one line per problem found on the ref
-        self.git = Git(mem.root, environ)
+        self.environ = environ
+        self._git = None
+
+    @property
+    def git(self):
+        if self._git is None:
+            self._git = Git(self.mem.root, self.environ)
+        return self._git
 
     # -- settings ---------------------------------------------------------------------
     @property
@@ -464,7 +472,12 @@ class Sync:
             text = out.decode("utf-8", "replace") + "\n" + err
             if rc == 0:
                 return attempt
-            if "[rejected]" in text and ("fetch first" in text or "non-fast-forward" in text):
+            moved = "[rejected]" in text and ("fetch first" in text or "non-fast-forward" in text)
+            # another push updating the ref at the same moment: the remote could not lock it
+            racing = "[remote rejected]" in text and ("failed to update ref" in text or "cannot lock ref" in text)
+            if (moved or racing) and attempt < PUSH_ATTEMPTS:
+                if racing:
+                    time.sleep(random.uniform(0.05, 0.25) * attempt)
                 self.merge(self.fetch(remote))
                 continue
             why = _last_line("\n".join(l for l in text.splitlines() if "[remote rejected]" in l or "!" in l[:2])) \
@@ -753,36 +766,36 @@ class Sync:
         return out
 
     def diagnose(self, timeout=15):
-        """[(status, message, fix)] for ctxd doctor: the remote and the ref."""
+        """[(name, status, message, fix)] for ctxd doctor: sharing, the local ref, the remote."""
         on, why = self.enabled()
         if not on:
-            return [("ok", f"sharing is off for this project ({why})", None)]
+            return [("sync", "ok", f"sharing through git is off for this project ({why})", None)]
         try:
             remote = self.remote()
         except CtxdError as e:
-            return [("fail", e.message, "git remote add origin URL, or ctxd sync init --remote NAME")]
-        out = []
+            return [("sync", "fail", e.message, "git remote add origin URL, or ctxd sync init --remote NAME")]
+        out = [("sync", "ok", f"on ({why}), through remote {remote}"
+                + (" (a shallow clone: the memory ref is fetched whole)" if self.git.shallow else ""), None)]
         local = self.git.rev(REF)
         if local is not None:
             rc, _o, err = self.git.run("fsck", "--no-dangling", "--connectivity-only", local, check=False)
-            out.append(("ok", f"{REF} at {local[:12]}", None) if rc == 0 else
-                       ("fail", f"{REF} is damaged: {_last_line(err)}", f"git update-ref -d {REF} && ctxd sync pull"))
+            out.append(("sync ref", "ok", f"{REF} at {local[:12]}", None) if rc == 0 else
+                       ("sync ref", "fail", f"{REF} is damaged: {_last_line(err)}",
+                        f"git update-ref -d {REF} && ctxd sync pull"))
         rc, o, err = self.git.run("ls-remote", "--refs", remote, REF, timeout=timeout, check=False)
         if rc != 0:
-            out.append(("fail", f"cannot reach remote {remote}: {_last_line(err) or 'git ls-remote failed'}",
-                        f"git ls-remote {remote}  (check the URL, network and credentials)"))
+            out.append(("sync remote", "fail",
+                        f"cannot reach remote {remote}: {_last_line(err) or 'git ls-remote failed'}",
+                        f"git ls-remote {remote}  (check the URL, the network and your credentials)"))
         elif not o.strip():
-            out.append(("warn", f"remote {remote} has no {REF} yet", "ctxd sync push"))
+            out.append(("sync remote", "warn", f"remote {remote} has no {REF} yet", "ctxd sync push"))
         else:
             theirs = o.decode().split()[0]
-            if local == theirs:
-                msg = "in step with this clone"
-            else:
-                msg = "differs from this clone: ctxd sync"
-            out.append(("ok" if local == theirs else "warn", f"remote {remote} has {REF} at {theirs[:12]} ({msg})",
-                        None if local == theirs else "ctxd sync"))
-        if self.git.shallow:
-            out.append(("ok", "shallow clone: the memory ref is fetched whole, the branches stay shallow", None))
+            same = local == theirs
+            out.append(("sync remote", "ok" if same else "warn",
+                        f"remote {remote} has {REF} at {theirs[:12]} "
+                        f"({'in step with this clone' if same else 'not the same as this clone'})",
+                        None if same else "ctxd sync"))
         return out
 
 
