@@ -2,7 +2,7 @@
 
 ``ctxd export`` is the hot path (every directory change), so it is dispatched
 here before click or anything heavy is imported, and so are ``ctxd chat hook``
-(AI CLIs run it on every prompt) and ``ctxd recall``; every other command goes to the click app
+(AI CLIs run it on every prompt), ``ctxd recall`` and ``ctxd context``; every other command goes to the click app
 in ``ctxd.cli``. Every one of them maps its errors through ``ctxd.boundary``.
 """
 
@@ -18,10 +18,10 @@ def main():
         from ctxd.integrations.hooks import main as hook_main  # AI CLI hooks: no click either
 
         sys.exit(hook_main(sys.argv[3:]))
-    if len(sys.argv) > 1 and sys.argv[1] == "recall":
-        from ctxd.recall_entry import recall_main  # AI tools may run it on every question: no click
+    if sys.argv[1:2] in (["recall"], ["context"]):
+        from ctxd.fast_entry import main as fast_main  # AI tools may run these on every question: no click
 
-        recall_main(sys.argv[2:])  # exits, unless --help or a usage error is click's to print
+        fast_main(sys.argv[1:])  # exits, unless --help or a usage error is click's to print
     if len(sys.argv) > 1 and sys.argv[1] == "exec":
         from ctxd.exec_entry import exec_main  # scripts and editors run it often: no click either
 

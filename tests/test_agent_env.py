@@ -365,3 +365,24 @@ def test_install_adds_the_env_events_and_uninstall_gives_the_file_back(tmp_path)
     r = subprocess.run([CTXD, "chat", "install", "claude", "--uninstall"], cwd=proj, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert settings.read_bytes() == original
+
+
+def test_the_env_hook_imports_nothing_heavy(tmp_path):
+    """CwdChanged runs on every cd of the agent: the hook path loads no click, psutil, shellingham
+    or platformdirs (ctxd._entry dispatches `chat hook` before the click app)."""
+    import sys
+
+    proj = make_project(tmp_path / "proj")
+    allow(proj)
+    s = Session(tmp_path)
+    payload = (CONTRACTS / "cwd_changed.json").read_text().replace("__CWD__", str(proj)).replace(
+        "__OLD_CWD__", str(tmp_path)).replace("__TRANSCRIPT__", "")
+    code = ("import sys\nsys.argv = ['ctxd', 'chat', 'hook', 'claude']\nfrom ctxd import _entry\n"
+            "try:\n    _entry.main()\nexcept SystemExit as e:\n    code = e.code\n"
+            "heavy = sorted(m for m in ('click', 'psutil', 'shellingham', 'platformdirs') if m in sys.modules)\n"
+            "sys.stderr.write('HEAVY=' + ','.join(heavy))\nsys.exit(code)\n")
+    r = subprocess.run([sys.executable, "-c", code], input=payload.encode(), capture_output=True, timeout=60,
+                       env=dict(os.environ, CLAUDE_ENV_FILE=str(s.file("CwdChanged"))))
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.decode().rsplit("HEAVY=", 1)[-1] == ""
+    assert f"{proj}/.venv" in s.file("CwdChanged").read_text()  # it did the work

@@ -175,3 +175,46 @@ def test_ctxd_recall_starts_without_click(tmp_path):
     help_ = subprocess.run([sys.executable, "-m", "ctxd", "recall", "--help"], capture_output=True, text=True,
                            timeout=60)
     assert help_.returncode == 0 and "Usage: ctxd recall" in help_.stdout  # click still owns the help
+
+
+def test_ctxd_context_starts_without_click_and_prints_what_click_prints(tmp_path):
+    """`ctxd context --query Q` is the other per-question command: the fast path and the click
+    command print the same bytes; whatever the small parser does not take is click's."""
+    proj = tmp_path / "proj"
+    (proj / ".git").mkdir(parents=True)
+    env = dict(os.environ, PWD=str(proj))
+    for text in ("We moved the cutover to Thursday night.", "Why Thursday?", "Fewer users are online then."):
+        assert _ctxd("chat", "add", text, cwd=proj, env=env).returncode == 0
+    args = ["context", "--budget", "300", "--query", "when is the cutover", "--format", "text"]
+    code = ("import sys, atexit; atexit.register(lambda: sys.stderr.write('heavy: %s' % sorted(m for m in "
+            "('click', 'psutil', 'shellingham') if m in sys.modules))); sys.argv = ['ctxd'] + sys.argv[1:]; "
+            "from ctxd._entry import main; main()")
+    fast = subprocess.run([sys.executable, "-c", code, *args], cwd=proj, env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert fast.returncode == 0 and fast.stderr.endswith("heavy: []"), fast.stderr
+    assert "cutover to Thursday" in fast.stdout
+    slow = subprocess.run([sys.executable, "-c", "from ctxd.cli import main; import sys; sys.argv[0] = 'ctxd'; main()",
+                           *args], cwd=proj, env=env, capture_output=True, text=True, timeout=60)
+    assert slow.returncode == 0 and slow.stdout == fast.stdout, slow.stderr
+    for fmt in ("json", "markdown"):
+        a = [a if a != "text" else fmt for a in args]
+        f2 = subprocess.run([sys.executable, "-c", code, *a], cwd=proj, env=env, capture_output=True, text=True,
+                            timeout=60)
+        s2 = subprocess.run([sys.executable, "-c", "from ctxd.cli import main; import sys; main()", *a], cwd=proj,
+                            env=env, capture_output=True, text=True, timeout=60)
+        assert f2.returncode == s2.returncode == 0 and f2.stdout == s2.stdout, (fmt, f2.stderr, s2.stderr)
+    bad = _ctxd("context", "--budget", "12", cwd=proj, env=env)  # below the minimum: click's usage error
+    assert bad.returncode == 2 and "Invalid value for '--budget'" in bad.stderr
+
+
+def test_fast_entry_parser_takes_only_its_grammar():
+    from ctxd.fast_entry import parse
+
+    opts = {"--budget": lambda v: int(v) if v.isdigit() else None, "--query": str}
+    assert parse(["--budget", "100", "--query=a b"], opts) == {"--budget": 100, "--query": "a b"}
+    assert parse(["--query", "--budget"], opts) == {"--query": "--budget"}  # a value may look like an option
+    for argv in (["--budget"], ["--budget", "x"], ["--help"], ["stray"], ["--other", "1"]):
+        assert parse(argv, opts) is None, argv
+    assert parse(["q"], {}, positional=True) == {"arg": "q"}
+    assert parse(["--", "-q"], {}, positional=True) == {"arg": "-q"}
+    assert parse([], {}, positional=True) is None and parse(["a", "b"], {}, positional=True) is None
