@@ -681,6 +681,10 @@ def fit(ctx, build):
         return text
 
     def over(t):
+        if exact:  # loading the exact tokenizer costs ~25 ms: only when the safe estimate says it may be over
+            rough = ceiling(t, exact=False)
+            if rough <= budget:
+                return rough - budget
         return ceiling(t, exact=exact) - budget
 
     while over(text) > 0 and len(recent) > 2:

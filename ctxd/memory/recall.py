@@ -243,8 +243,9 @@ def rank(store, query, *, exclude=(), now=None, pool=POOL, expand=True):
                 h.score *= FEEDBACK_WEIGHT
                 hits[mid] = h
         best = sorted(hits.values(), key=lambda h: -h.score)
+    near_of = _Neighbours(store)
     for h in best[:NEIGHBOURS_OF]:
-        before, after = store.beside(h.message)
+        before, after = near_of(h.message, 0), near_of(h.message, 1)
         pair = after if _is_question(h.message.content) else (before if before and _is_question(before.content)
                                                               else None)
         if pair is not None and KIND_WEIGHT.get(pair.kind, 0.5) > 0:
@@ -256,8 +257,25 @@ def rank(store, query, *, exclude=(), now=None, pool=POOL, expand=True):
                 if near is None or KIND_WEIGHT.get(near.kind, 0.5) <= 0:
                     break
                 _keep(hits, Hit(near, h.score * share, "context", 0.0))
-                near = store.beside(near)[side] if share is not NEIGHBOUR_SHARE[-1] else None
+                near = near_of(near, side) if share is not NEIGHBOUR_SHARE[-1] else None
     return sorted((h for h in hits.values() if h.message.id not in excluded), key=lambda h: (-h.score, h.message.id))
+
+
+class _Neighbours:
+    """store.step, remembered for one ranking: the best hits' neighbourhoods overlap (and the
+    message before B is A exactly when the one after A is B)."""
+
+    def __init__(self, store):
+        self.store, self.known = store, {}
+
+    def __call__(self, m, side):
+        key = (m.id, side)
+        if key not in self.known:
+            n = self.store.step(m, side)
+            self.known[key] = n
+            if n is not None:
+                self.known.setdefault((n.id, 1 - side), m)
+        return self.known[key]
 
 
 def _stem(word):
@@ -299,13 +317,25 @@ def item_text(m):
     return f"#{m.id} {label}: {text}"
 
 
+def _cost(m, counter, labels):
+    """Tokens of item_text(m): with the estimator, the count the store keeps of the content plus
+    its label's (the estimate is a sum over the text's features, so this is what counting the
+    line gives, give or take a token; the packed text is counted whole at the end)."""
+    if counter is estimate and m.tokens and len(m.content) <= MAX_ITEM_CHARS:
+        label = item_text(m)[:-len(m.content) or None] if m.content else item_text(m)
+        key = (len(str(m.id)), label.split(" ", 1)[-1])
+        if key not in labels:
+            labels[key] = counter(label)
+        return m.tokens + labels[key]
+    return counter(item_text(m))
+
+
 def pack(hits, budget, counter=estimate):
     """The best hits that fit *budget* tokens, in time order under date headings: (items, text, tokens)."""
-    chosen, used, days = [], 0, set()
+    chosen, used, days, labels = [], 0, set(), {}
     for h in hits:
-        line = item_text(h.message)
         day = _day(h.message.ts)
-        cost = counter(line) + PER_ITEM + (0 if day in days else counter(f"[{day}]") + 1)
+        cost = _cost(h.message, counter, labels) + PER_ITEM + (0 if day in days else counter(f"[{day}]") + 1)
         if used + cost > budget:
             continue
         chosen.append(h)

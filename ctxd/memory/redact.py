@@ -159,10 +159,8 @@ def _assignment(m):
 class Redactor:
     def __init__(self, disable=(), extra=(), env=None):
         disable = set(disable)
-        rules = [(k, p) for k, p in BUILTIN if k not in disable]
-        rules += [(k, p) for k, p in extra]
-        self.rules = [(k, re.compile(p), HINTS.get(k) if (k, p) in BUILTIN else None,
-                       HINTS_LOWER.get(k) if (k, p) in BUILTIN else None) for k, p in rules]
+        self._sources = [(k, p) for k, p in BUILTIN if k not in disable] + [(k, p) for k, p in extra]
+        self._rules = None  # compiled on first use: a store opened only to read never pays for it
         self.env = {}  # literal -> name
         if env:
             import json
@@ -173,6 +171,14 @@ class Redactor:
                 self.env.setdefault(escaped, name)
         self.env_rx = (re.compile("|".join(re.escape(v) for v in sorted(self.env, key=len, reverse=True)))
                        if self.env else None)
+
+    @property
+    def rules(self):
+        if self._rules is None:
+            builtin = set(BUILTIN)
+            self._rules = [(k, re.compile(p), HINTS.get(k) if (k, p) in builtin else None,
+                            HINTS_LOWER.get(k) if (k, p) in builtin else None) for k, p in self._sources]
+        return self._rules
 
     def __call__(self, text):
         """(redacted text, {kind: count})."""

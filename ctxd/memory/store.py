@@ -235,6 +235,9 @@ class TimeUp(StoreError):
     """Store.deadline(): the time given ran out."""
 
 
+_LAYOUTS = {}
+
+
 class Message:
     """One stored item: its kind (ctxd.memory.items.KINDS) and the fields that kind carries.
 
@@ -248,9 +251,12 @@ class Message:
     _COLUMNS = __slots__[:-2]
 
     def __init__(self, row):
-        keys = row.keys()
-        for k in self.__slots__:
-            setattr(self, k, row[k] if k in keys else None)
+        keys = tuple(row.keys())
+        layout = _LAYOUTS.get(keys)
+        if layout is None:  # where each field sits in rows of this shape (a few shapes per run)
+            layout = _LAYOUTS[keys] = [(k, keys.index(k) if k in keys else None) for k in self.__slots__]
+        for k, i in layout:
+            setattr(self, k, None if i is None else row[i])
         self.legacy = bool(self.legacy)
         if isinstance(self.data, str):
             self.data = _loads(self.data)
@@ -528,13 +534,18 @@ class Store(FactsTables, TasksTables, ConceptsTables, SessionTables, SyncTables)
 
     def beside(self, m):
         """(the message before *m*, the message after it) in its session, by time, or None."""
-        before = self.db.execute(
-            "SELECT * FROM messages WHERE session = ? AND (ts < ? OR (ts = ? AND id < ?)) "
-            "ORDER BY ts DESC, id DESC LIMIT 1", (m.session, m.ts, m.ts, m.id)).fetchone()
-        after = self.db.execute(
-            "SELECT * FROM messages WHERE session = ? AND (ts > ? OR (ts = ? AND id > ?)) "
-            "ORDER BY ts, id LIMIT 1", (m.session, m.ts, m.ts, m.id)).fetchone()
-        return (Message(before) if before else None), (Message(after) if after else None)
+        return self.step(m, 0), self.step(m, 1)
+
+    def step(self, m, side):
+        """The message just before (*side* 0) or after (1) *m* in its session, by time, or None."""
+        if side:
+            sql = ("SELECT * FROM messages WHERE session = ? AND (ts > ? OR (ts = ? AND id > ?)) "
+                   "ORDER BY ts, id LIMIT 1")
+        else:
+            sql = ("SELECT * FROM messages WHERE session = ? AND (ts < ? OR (ts = ? AND id < ?)) "
+                   "ORDER BY ts DESC, id DESC LIMIT 1")
+        row = self.db.execute(sql, (m.session, m.ts, m.ts, m.id)).fetchone()
+        return Message(row) if row else None
 
     @contextlib.contextmanager
     def deadline(self, seconds):
