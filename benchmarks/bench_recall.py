@@ -542,6 +542,13 @@ def scale(convs, args, ctxd, cost, counter_name, tmp):
     cmds.append(("prompt hook", lambda q: prompt_hook(ctxd, env, proj, tdir, q)))
     print(f"  {len(picked)} questions spread over categories 1-4; budget {args.budget} (the hook: its own); "
           f"recall counted as in the default mode (a copy of an evidence turn counts)")
+    bare = []
+    for _ in range(max(5, len(picked))):  # what any Python program pays here before its first line runs
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], env=env, cwd=proj, capture_output=True)
+        bare.append((time.perf_counter() - t0) * 1000)
+    print(f"  bare interpreter start ({sys.executable} -c pass, same environment): median "
+          f"{statistics.median(bare):.0f} ms; 'own' below = a command's median minus this")
     for name, call in cmds:
         ms, found, ev, fails, empty = [], 0, 0, 0, 0
         for c, q in picked:
@@ -551,8 +558,9 @@ def scale(convs, args, ctxd, cost, counter_name, tmp):
             empty += not out
             found += hits(c, q["evidence"], out)
             ev += len(q["evidence"])
-        print(f"  {name:<13} median {statistics.median(ms):.0f} ms, p90 {quantile(ms, 0.9):.0f} ms, "
-              f"min {min(ms):.0f} ms a query; evidence recall {pct(found, ev).strip()}, {empty} empty"
+        print(f"  {name:<13} median {statistics.median(ms):.0f} ms (own {statistics.median(ms) - statistics.median(bare):.0f}), "
+              f"p90 {quantile(ms, 0.9):.0f} ms, min {min(ms):.0f} ms a query; evidence recall {pct(found, ev).strip()}, "
+              f"{empty} empty"
               + (f"; {fails} failed" if fails else ""))
 
 
