@@ -10,21 +10,20 @@ from ctxd.shells.base import Shell, check_name, check_value, to_bytes
 _PLAIN = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-./:,+@%=")
 
 
+_PLAIN_BYTES = bytes(sorted(_PLAIN))
+# byte -> its text inside $'...': printable ASCII but ' and backslash as is, the rest \xHH
+# (str.translate over the latin-1 decoding: the loop runs in C, ~20x a Python loop)
+_ESCAPE = {c: ("\\x%02x" % c) for c in range(256) if not (0x20 <= c < 0x7F) or c in (0x27, 0x5C)}
+
+
 def ansi_c_quote(value, always=False):
     data = to_bytes(value)
     # zsh expands "=cmd" at the start of an assignment's value and after any ":"
     # in it (export X=a:=ls gives a:/usr/bin/ls), so those stay quoted
-    if (not always and data and all(c in _PLAIN for c in data) and data[0] not in b"=%"
+    if (not always and data and not data.translate(None, _PLAIN_BYTES) and data[0] not in b"=%"
             and b":=" not in data):
         return value  # nothing in it means anything to the shell
-    out = ["$'"]
-    for c in data:
-        if 0x20 <= c < 0x7F and c not in (0x27, 0x5C):  # printable, not ' or backslash
-            out.append(chr(c))
-        else:
-            out.append("\\x%02x" % c)
-    out.append("'")
-    return "".join(out)
+    return "$'" + data.decode("latin-1").translate(_ESCAPE) + "'"
 
 
 class Bash(Shell):

@@ -19,6 +19,8 @@ def fish_quote(value):
             quoted.clear()
 
     text = data.decode("utf-8", "surrogateescape")
+    if text.isprintable():  # no control character, no undecodable byte: one quoted run
+        return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
     for ch in text:
         o = ord(ch)
         if 0xDC80 <= o <= 0xDCFF:  # an undecodable byte: fish's \xHH is a raw byte
