@@ -15,7 +15,7 @@ import subprocess
 
 import pytest
 
-from coexistkit import require_debian
+from coexistkit import require_debian, vendored_bash_preexec
 from e2ekit import comparable, path_list, python_project, set_path
 from shellkit import base_env
 
@@ -41,8 +41,10 @@ def envrc_project(tmp_path, home):
     return direnv, proj
 
 
-def start(sessions, shell, order, direnv):
+def start(sessions, shell, order, direnv, pre=()):
     s = sessions(shell, hook=False, env={"DIRENV_LOG_FORMAT": ""})
+    for line in pre:
+        s.run(line)
     d_line, c_line = hook_lines(shell, direnv)
     for line in ((d_line, c_line) if order == "direnv-line-first" else (c_line, d_line)):
         s.run(line)
@@ -71,7 +73,22 @@ def check_left(env, before, what):
 @pytest.mark.parametrize("order", ORDERS)
 def test_enter_reload_leave_with_direnv(shell, order, sessions, tmp_path, home):
     direnv, proj = envrc_project(tmp_path, home)
-    s = start(sessions, shell, order, direnv)
+    enter_reload_leave(start(sessions, shell, order, direnv), direnv, proj, tmp_path)
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_direnv_and_bash_preexec_together(order, sessions, tmp_path, home):
+    """bash-it/atuin users with direnv: ctxd runs among the precmd functions,
+    direnv's hook in PROMPT_COMMAND after them."""
+    direnv, proj = envrc_project(tmp_path, home)
+    s = start(sessions, "bash", order, direnv, pre=[f"source '{vendored_bash_preexec()}'"])
+    s.run("true")
+    out = s.run('\\builtin printf "%s\\n" "${precmd_functions[@]}"')
+    assert out.splitlines()[0] == "_ctxd_hook", out
+    enter_reload_leave(s, direnv, proj, tmp_path)
+
+
+def enter_reload_leave(s, direnv, proj, tmp_path):
     before = s.env_dump()
     for round_ in range(2):
         s.cd(proj)
@@ -90,7 +107,7 @@ def test_enter_reload_leave_with_direnv(shell, order, sessions, tmp_path, home):
 
 
 @pytest.mark.parametrize("order", ORDERS)
-def test_users_path_edit_inside_survives_ctxd_and_direnv_parent(shell, order, sessions, tmp_path, home):
+def test_envrc_one_level_up_stays_loaded_across_projects(shell, order, sessions, tmp_path, home):
     """direnv's .envrc one level up (~/work/.envrc) stays loaded while the user
     moves between projects below it: ctxd's entries never end up in direnv's
     snapshot, so leaving the whole tree is clean."""

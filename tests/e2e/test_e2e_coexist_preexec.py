@@ -58,6 +58,8 @@ def test_precmd_functions_see_the_new_environment_at_once(order, sessions, tmp_p
     env = s.env_dump()
     assert env["VIRTUAL_ENV"] == os.path.join(proj, ".venv")
     assert path_list(env).count(os.path.join(proj, ".venv", "bin")) == 1
+    assert s.status_after("(exit 3)") == 3  # $? survives ctxd's precmd function
+    assert s.status_after(f"cd /; cd '{proj}'; (exit 4)") == 4
 
     prompt_after(s, "cd ..")
     assert last_recorded(home) == "none"
