@@ -46,6 +46,12 @@ def install(tool, scope, uninstall):
     """Add ctxd's hooks to an AI CLI's settings, so its conversations are recorded and each
     session starts with the project's context.
 
+    For Claude Code, SessionStart and two more hooks, CwdChanged and FileChanged,
+    also write the trusted project's environment into $CLAUDE_ENV_FILE, so its Bash
+    tool runs the project's python (venv), node_modules/.bin and .contextrc
+    variables, and loses them when the agent leaves the project. Codex and
+    Gemini CLI have no such hook: start them with `ctxd exec -- codex`.
+
     Only ctxd's entries change: every other byte of the file stays as it is
     (indentation, order, comments in Gemini's settings), uninstalling gives
     the file back, and a file ctxd created is removed. Installing twice is the
