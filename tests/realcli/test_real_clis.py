@@ -244,6 +244,32 @@ def test_claude_code_bash_tool_leaves_and_reenters_the_project(world, stub):
     assert inside[0] == os.path.join(venv, "bin", "python") and f"VIRTUAL_ENV={venv}" in inside, results[3]
 
 
+def test_claude_code_bash_tool_follows_an_edited_contextrc(world, stub):
+    """SessionStart hands Claude Code the .contextrc as a watchPath: when the agent edits it, FileChanged
+    writes the environment again, and an edited (so no longer trusted) .contextrc stops applying."""
+    need("claude")
+    python_project(world)
+    rc = os.path.join(world.project, ".contextrc")
+    with open(rc, "w") as f:
+        f.write('[env]\nGREETING = "hello"\n')
+    world.ctxd("allow", world.project)
+    world.ctxd("chat", "install", "claude")
+
+    def wait(step):
+        if step == 2:
+            wait_for_env_file(world, "FileChanged", "changed since you allowed it")
+
+    show = 'echo "GREETING=$GREETING"'
+    stub.reply = bash_steps([show, f"printf '[env]\\nGREETING = \"bye\"\\n' > {rc}", show], before=wait)
+    world.claude("Change the greeting.", "--allowedTools", "Bash")
+    results = bash_results(stub)
+    assert len(results) == 3, results
+    assert results[0].strip() == "GREETING=hello", results[0]
+    with open(rc) as f:
+        assert "bye" in f.read()
+    assert results[2].strip() == "GREETING=", results[2]
+
+
 # -- Codex -------------------------------------------------------------------------------
 
 def test_codex(world, stub):
