@@ -141,3 +141,23 @@ def test_envrc_one_level_up_stays_loaded_across_projects(shell, order, sessions,
     assert not any(e.endswith("/.venv/bin") for e in path_list(env)), path_list(env)
     s.cd(tmp_path)
     check_left(s.env_dump(), before, "leave the tree")
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_envrc_setting_virtual_env_too_is_undone_on_leaving(shell, order, sessions, tmp_path, home):
+    """Both tools set VIRTUAL_ENV (the .envrc's `layout python`-style line):
+    inside, the project's .venv ctxd activates wins, whatever the order (the
+    prompt after direnv's change asks ctxd again); leaving, neither survives."""
+    direnv, proj = envrc_project(tmp_path, home)
+    with open(os.path.join(proj, ".envrc"), "a") as f:
+        f.write("export VIRTUAL_ENV=/opt/envrc-venv\n")
+    subprocess.run([direnv, "allow", proj], env=base_env(home), check=True, capture_output=True)
+    s = start(sessions, shell, order, direnv)
+    before = s.env_dump()
+    s.cd(proj)
+    env = s.env_dump()
+    assert env["VIRTUAL_ENV"] == os.path.join(proj, ".venv")
+    assert env["FOO"] == "from-envrc"
+    assert path_list(env).count(os.path.join(proj, ".venv", "bin")) == 1
+    s.cd(tmp_path)
+    check_left(s.env_dump(), before, "leave")
