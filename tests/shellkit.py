@@ -8,6 +8,7 @@ dirs, a plain prompt, and ctxd's hook evaluated exactly as a user would.
 
 import json
 import os
+import re
 import shutil
 import sys
 import uuid
@@ -17,7 +18,7 @@ import pytest
 
 SHELLS = ("bash", "zsh", "fish")
 # tcsh and elvish from Debian; xonsh (PyPI) and nushell (npm) into ~/.cache/ctxd-ci by .ci/run
-MORE_SHELLS = ("tcsh",)  # elvish, xonsh, nu: next
+MORE_SHELLS = ("tcsh", "elvish")  # xonsh, nu: next
 PROMPT = "CTXDPROMPT>"
 CI_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "ctxd-ci")
 CACHED = {  # where .ci/run installs the shells that are not Debian packages
@@ -120,6 +121,8 @@ class ShellSession:
 
     def run(self, command, timeout=None):
         """Type *command*, wait for it and the next prompt; return its output."""
+        if self.shell in ONE_LINE:
+            return self._run_one_line(command, timeout)
         self._n += 1
         tag = uuid.uuid4().hex[:8]
         end = f"__END_{tag}_{self._n}__"
@@ -132,6 +135,24 @@ class ShellSession:
         lines = out.replace("\r\n", "\n").replace("\r", "").split("\n")
         kept = [l for l in lines if "__END_%s__" not in l and PROMPT not in l and l.strip() != command.strip()]
         return "\n".join(kept).strip("\n")
+
+    def _run_one_line(self, command, timeout=None):
+        """Shells whose line editor redraws the typed line in colour (elvish,
+        nushell): start marker, command and end marker on one line, the
+        output taken from between the two markers and from what the prompt
+        hook printed before the next prompt, terminal codes removed."""
+        self._n += 1
+        tag = f"{uuid.uuid4().hex[:8]}_{self._n}"
+        start, end = f"__START_{tag}__", f"__END_{tag}__"
+        self.child.sendline(ONE_LINE[self.shell](command, tag))
+        self.child.expect_exact(end, timeout=timeout or self.timeout)
+        out = self.child.before
+        self.child.expect_exact(PROMPT, timeout=timeout or self.timeout)
+        out = out.split(start, 1)[1] if start in out else out
+        out += "\n" + self.child.before  # what the prompt hook printed (it runs after the whole line)
+        out = ANSI.sub("", out).replace("\r\n", "\n").replace("\r", "")
+        out = re.sub("\u23ce *", "", out)  # the editor's missing-newline mark before a prompt
+        return "\n".join(l.rstrip(" ") for l in out.split("\n") if PROMPT not in l).strip("\n ")
 
     def cd(self, path):
         if self.shell in MORE_SHELLS:
@@ -217,3 +238,13 @@ def more_literal(shell, s):
     if shell == "xonsh":
         return "@(" + repr(s) + ")"
     return json.dumps(s)  # nu's double-quoted strings take JSON's escapes
+
+
+ANSI = re.compile(r"\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07]*\x07|[()][0-9A-B]|[=>78])")
+ONE_LINE = {
+    # an exception in the command is printed and does not stop the end marker
+    "elvish": lambda cmd, tag: (f'printf "__START_%s__\\n" {tag}; try {{ {cmd} }} catch e {{ echo (repr $e[reason]) }}; '
+                                f'printf "__END_%s__\\n" {tag}'),
+    "nu": lambda cmd, tag: (f"^printf '__START_%s__\\n' {tag}; try {{ {cmd} }} catch {{|e| print $e.msg }}; "
+                            f"^printf '__END_%s__\\n' {tag}"),
+}

@@ -45,7 +45,7 @@ def sh(request):
 def eval_like_hook(shell, filename):
     return {
         "tcsh": f"source ./{filename}",
-        "elvish": f"eval (slurp < ./{filename})",
+        "elvish": f"eval &ns=$ctxd-ns (slurp < ./{filename})",  # the hook's namespace: see shell/ctxd.elv
         "xonsh": f"execx(open('./{filename}', encoding='utf-8', errors='surrogateescape').read())",
         "nu": f"source-env ./{filename}",
     }[shell]
@@ -71,21 +71,32 @@ def touch(shell, name):
 # calling the restore code the way the hook does, and telling whether it is still defined
 CALL_RESTORE = {
     "tcsh": "printf '%s\\n' $_ctxd_restore:q > restore.code; source restore.code",
-    "elvish": "ctxd-restore",
+    "elvish": "$ctxd-restore",
     "xonsh": "_ctxd_restore()",
     "nu": "do --env $env._CTXD_RESTORE",
 }
 DEFINED = {
     "tcsh": f"if ( $?_ctxd_restore ) {TOUCH_BIN} STILL",
-    "elvish": f"if (has-key $edit: ctxd-restore~) {{ {TOUCH_BIN} STILL }}",
+    "elvish": f"if (not-eq $ctxd-restore $nil) {{ {TOUCH_BIN} STILL }}",
     "xonsh": f"if '_ctxd_restore' in globals(): {TOUCH_BIN} STILL",
     "nu": f"if '_CTXD_RESTORE' in $env {{ ^{TOUCH_BIN} STILL }}",
+}
+
+
+# what the hook defines before it evaluates anything: elvish's eval namespace
+# with the hook's three helpers (the same names as in shell/ctxd.elv)
+PRELUDE = {
+    "elvish": ["var ctxd-restore = $nil", "var flags = [&]",
+               "var ctxd-ns = (ns [&ctxd-set-restore~={|f| set ctxd-restore = $f } "
+               "&ctxd-drop-restore~={ set ctxd-restore = $nil } "
+               "&ctxd-set-flag~={|n v| set flags = (assoc $flags $n $v) }])"],
 }
 
 
 def run_shell(shell, path, d, lines, env=None, locale="C.UTF-8"):
     import subprocess
 
+    lines = PRELUDE.get(shell, []) + lines
     script = os.path.join(d, "driver")
     with open(script, "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
@@ -158,7 +169,7 @@ def test_sentinel_payloads_are_inert(shell):
 
 NAIVE = {  # what a careless export would print: the payload runs, and the check sees it
     "tcsh": f'setenv CTXD_T "`touch {SENTINEL}`"',
-    "elvish": f"set-env CTXD_T (touch {SENTINEL} | slurp)",
+    "elvish": f"set-env CTXD_T (e:touch {SENTINEL} | slurp)",
     "xonsh": f"$CTXD_T = $(touch {SENTINEL})",
     "nu": f"$env.CTXD_T = (^touch {SENTINEL} | complete | get stdout)",
 }

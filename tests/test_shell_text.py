@@ -85,6 +85,7 @@ def test_install_lines_and_rc_files():
         ("~/.zshrc", 'eval "$(ctxd hook zsh)"'),
         ("~/.config/fish/config.fish", "ctxd hook fish | source"),
         ("~/.tcshrc", 'eval "`ctxd hook tcsh`"'),
+        ("~/.config/elvish/rc.elv", "eval (ctxd hook elvish | slurp)"),
     ]
     for s in SUPPORTED:
         sh = get_shell(s)

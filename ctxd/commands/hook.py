@@ -96,6 +96,7 @@ def hook(shell):
     zsh:  eval "$(ctxd hook zsh)"    in ~/.zshrc
     fish: ctxd hook fish | source    in ~/.config/fish/config.fish
     tcsh: eval "`ctxd hook tcsh`"   in ~/.tcshrc
+    elvish: eval (ctxd hook elvish | slurp)   in ~/.config/elvish/rc.elv
 
     It also refreshes the copy that the lines `ctxd setup` writes load
     at shell start without starting ctxd.

@@ -6,7 +6,7 @@ shell modules are loaded on demand.
 
 from ctxd.errors import UsageError
 
-SUPPORTED = ("bash", "zsh", "fish", "tcsh")
+SUPPORTED = ("bash", "zsh", "fish", "tcsh", "elvish")
 
 
 def get_shell(name):
@@ -26,4 +26,8 @@ def get_shell(name):
         from ctxd.shells.tcsh import Tcsh
 
         return Tcsh()
+    if name == "elvish":
+        from ctxd.shells.elvish import Elvish
+
+        return Elvish()
     raise UsageError(f"unsupported shell {name!r} (supported: {', '.join(SUPPORTED)})")

@@ -188,6 +188,19 @@ def test_hook_installed_twice_is_one_hook(shell, sessions, tmp_path):
     assert comparable(s.env_dump()) == before
 
 
+def test_drop_state_command_restores_and_the_hook_activates_again(shell, sessions, tmp_path):
+    """What `ctxd doctor` tells a user to type: the restore code runs, the
+    state goes, and the next prompt activates the project once more, exactly."""
+    py = python_project(tmp_path / "py")
+    s = sessions(shell)
+    cd(s, py)
+    inside = comparable(s.env_dump())
+    assert s.run(get_shell(shell).drop_state_command()) == ""
+    env = comparable(s.env_dump())
+    assert path_list(env).count(os.path.join(py, ".venv", "bin")) == 1
+    assert env == inside
+
+
 def test_values_from_contextrc_round_trip(shell, sessions, tmp_path):
     """A trusted .contextrc's values reach the shell byte for byte, and never run."""
     proj = plain_dir(tmp_path / "proj")
