@@ -236,6 +236,26 @@ def test_file_changed_applies_an_edited_contextrc_once_allowed(shell, tmp_path):
     assert env["GREETING"] == "bye" and env["NASTY"] == NASTY
 
 
+def test_a_resumed_session_starts_fresh_and_other_hooks_files_stay(tmp_path):
+    """A resumed session keeps its session-env directory: SessionStart empties the CwdChanged file ctxd
+    left there (it would be sourced after, and win), never another hook's file."""
+    a = make_project(tmp_path / "a")
+    b = make_project(tmp_path / "b", venv=False, marker="package.json")
+    allow(a)
+    allow(b)
+    s = Session(tmp_path)
+    s.hook("SessionStart", a)
+    s.hook("CwdChanged", b, old_cwd=a)
+    foreign = s.dir / "cwdchanged-hook-1.sh"
+    foreign.write_text("export FROM_DIRENV=1\n")
+    s.hook("SessionStart", a)  # claude --continue
+    assert s.file("CwdChanged").read_text() == ""
+    assert foreign.read_text() == "export FROM_DIRENV=1\n"
+    script = "".join(f". '{f}'\n" for f in s.files() + [str(foreign)]) + "echo $CTXD_ROOT $FROM_DIRENV"
+    r = subprocess.run([require("bash"), "--noprofile", "--norc", "-c", script], capture_output=True, text=True)
+    assert r.stdout.split() == [str(a), "1"], r.stderr
+
+
 # -- trust ------------------------------------------------------------------------------------------
 
 def test_untrusted_root_gets_no_venv_and_the_user_is_told(tmp_path, isolated_paths):

@@ -7,7 +7,9 @@ named by ``$CLAUDE_ENV_FILE`` (``<config>/session-env/<session>/<event>-hook-<n>
 and they are sourced in the order setup, sessionstart, cwdchanged, filechanged.
 On a change of directory Claude Code empties the cwdchanged and filechanged
 files before the CwdChanged hooks run; the sessionstart file stays for the
-whole session. (Claude Code 2.1.83+; checked against 2.1.332.)
+whole session, and a resumed session keeps the directory, files and all (so
+SessionStart empties the CwdChanged / FileChanged files ctxd left there).
+(Claude Code 2.1.83+; checked against 2.1.332.)
 
 ``ctxd chat hook claude`` on those events writes its file with what ``ctxd
 export`` would give an interactive shell in that directory, computed by the
@@ -123,6 +125,38 @@ def render(environ, pwd, event=""):
     return sh.join(out), t, warnings
 
 
+LATER_FILES = ("cwdchanged-hook-", "filechanged-hook-")
+
+
+def clear_stale(path):
+    """Empty ctxd's own CwdChanged / FileChanged files left in this session's directory.
+
+    Claude Code empties those files on a change of directory only, and a resumed
+    session (``claude --continue``) keeps its session directory: a file ctxd wrote
+    for where the last run ended would be sourced after the new SessionStart file
+    and win. Files that are not ctxd's (their first line is not ctxd's header) are
+    left alone.
+    """
+    d = os.path.dirname(path)
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return
+    for name in names:
+        if not (name.startswith(LATER_FILES) and name.endswith(".sh")):
+            continue
+        p = os.path.join(d, name)
+        try:
+            with open(p, "rb") as f:
+                mine = f.read(len(HEADER)) == HEADER.encode()
+            if mine:
+                from ctxd.activation.fileio import atomic_write
+
+                atomic_write(p, "", mode=0o600)
+        except OSError:
+            continue
+
+
 def watch_paths(t):
     """The files whose change should re-run the hook: the activation's watched files that
     are not directories (Claude Code's watcher would follow a directory's whole tree)."""
@@ -172,6 +206,8 @@ def update(payload, environ=None):
     hook_env["PWD"] = pwd
     text, t, warnings = render(hook_env, pwd, event)
     atomic_write(path, text, mode=0o600)
+    if event == "SessionStart":
+        clear_stale(path)
     extra = {}
     paths = watch_paths(t)
     if paths:

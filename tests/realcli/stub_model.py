@@ -153,14 +153,15 @@ def tool_results(req):
     return out
 
 
-def bash_steps(commands, before=None, description="Run a command"):
-    """A reply function: for a request that offers Bash and carries n tool results, the Bash
-    tool call ``commands[n]`` (``before(n)`` is called first, e.g. to wait for a hook the
-    last step set off); "OK" once every command has its result, and for other requests."""
+def bash_steps(commands, before=None, description="Run a command", earlier=0):
+    """A reply function: for a request that offers Bash and carries n tool results (beyond the
+    *earlier* ones of a resumed conversation), the Bash tool call ``commands[n]`` (``before(n)``
+    is called first, e.g. to wait for a hook the last step set off); "OK" once every command has
+    its result, and for other requests."""
     def reply(req):
         if not offers_tool(req, "Bash"):
             return "OK"
-        n = len(tool_results(req))
+        n = len(tool_results(req)) - earlier
         if n >= len(commands):
             return "OK"
         if before is not None:

@@ -244,6 +244,33 @@ def test_claude_code_bash_tool_leaves_and_reenters_the_project(world, stub):
     assert inside[0] == os.path.join(venv, "bin", "python") and f"VIRTUAL_ENV={venv}" in inside, results[3]
 
 
+def test_claude_code_resumed_session_starts_in_the_projects_environment(world, stub):
+    """`claude --continue` keeps the session's env files: the CwdChanged file of where the last run
+    ended must not win over the new SessionStart in the project."""
+    need("claude")
+    venv = python_project(world)
+    other = os.path.join(world.base, "web")
+    os.makedirs(other)
+    with open(os.path.join(other, "package.json"), "w") as f:
+        f.write("{}\n")
+    world.ctxd("allow", other)
+    world.ctxd("chat", "install", "claude")
+
+    def wait(step):
+        if step == 1:
+            wait_for_env_file(world, "CwdChanged", f": {other} (")
+
+    stub.reply = bash_steps([f"cd {other}", WHICH_PYTHON], before=wait)
+    world.claude("Look at the web part.", "--allowedTools", "Bash", "--add-dir", other)
+    assert "VIRTUAL_ENV=" in bash_results(stub)[1].splitlines()
+    stub.clear()
+    stub.reply = bash_steps([WHICH_PYTHON], earlier=2)
+    world.claude("And now?", "--allowedTools", "Bash", "--add-dir", other, "--continue")
+    result = bash_results(stub)[2]
+    assert result.splitlines()[0] == os.path.join(venv, "bin", "python"), result
+    assert f"VIRTUAL_ENV={venv}" in result.splitlines(), result
+
+
 def test_claude_code_bash_tool_follows_an_edited_contextrc(world, stub):
     """SessionStart hands Claude Code the .contextrc as a watchPath: when the agent edits it, FileChanged
     writes the environment again, and an edited (so no longer trusted) .contextrc stops applying."""
