@@ -217,6 +217,16 @@ def check_prompt_command(environ):
     from ctxd.shells import get_shell
 
     bash = get_shell("bash")
+    if "__bp_precmd_invoke_cmd" in pc:
+        # bash-preexec runs the precmd_functions first; ctxd's hook keeps itself first among them
+        fns = environ.get("precmd_functions")
+        if fns is None:
+            return Check("PROMPT_COMMAND", SKIP, "bash-preexec runs the precmd functions, which are not exported; "
+                         "to check them: precmd_functions=\"${precmd_functions[*]}\" ctxd doctor")
+        if bash.hook_fn in fns.split():
+            return Check("PROMPT_COMMAND", OK, f"{bash.hook_fn} runs first (bash-preexec's first precmd function)")
+        return Check("PROMPT_COMMAND", WARN, f"bash-preexec's precmd_functions do not run {bash.hook_fn}",
+                     _load_fix("bash"))
     runs, first = bash.prompt_command_order(pc)
     if not runs:
         return Check("PROMPT_COMMAND", WARN, f"does not run {bash.hook_fn}", _load_fix("bash"))

@@ -8,6 +8,7 @@ environment (ctxd runs before the precmd functions that draw it), leaving
 clears it at once, and re-sourcing ~/.bashrc installs nothing twice.
 """
 
+import json
 import os
 
 import pytest
@@ -153,3 +154,29 @@ def test_atuin_records_history_and_the_prompt_sees_the_environment(order, sessio
             break
         s.run("sleep 0.1")
     assert out.strip() == "1", out
+
+
+def _doctor_prompt_check(s, prefix):
+    out = os.path.join(s.home, "doctor.json")
+    s.run(f"{prefix}ctxd doctor --json > '{out}'")
+    with open(out) as f:
+        report = json.load(f)
+    return {c["name"]: c for c in report["checks"]}["PROMPT_COMMAND"]
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_doctor_understands_bash_preexec(order, sessions, home):
+    """ctxd's hook leaves PROMPT_COMMAND for bash-preexec's precmd_functions: doctor
+    says so instead of warning that PROMPT_COMMAND does not run it."""
+    rc = bashrc(home, order, f"source '{vendored_bash_preexec()}'")
+    s = sessions("bash", hook=False)
+    s.run(f"source '{rc}'")
+    s.run("true")
+    pc = 'PROMPT_COMMAND="${PROMPT_COMMAND[*]}" '
+    check = _doctor_prompt_check(s, pc)
+    assert check["status"] == "skip" and "precmd_functions=" in check["message"], check
+    check = _doctor_prompt_check(s, pc + 'precmd_functions="${precmd_functions[*]}" ')
+    assert check["status"] == "ok" and "bash-preexec" in check["message"], check
+    s.run("precmd_functions=(precmd)")  # a framework that reset the array: ctxd no longer runs
+    check = _doctor_prompt_check(s, pc + 'precmd_functions="${precmd_functions[*]}" ')
+    assert check["status"] == "warn", check
