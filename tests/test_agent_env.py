@@ -406,3 +406,20 @@ def test_the_env_hook_imports_nothing_heavy(tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stderr.decode().rsplit("HEAVY=", 1)[-1] == ""
     assert f"{proj}/.venv" in s.file("CwdChanged").read_text()  # it did the work
+
+
+def test_session_start_in_a_vanished_directory_says_so_once(tmp_path):
+    """Both halves of SessionStart (the env file, the context) fail for a cwd that is gone: both are
+    logged, one line on stderr, nothing on stdout, exit 0, the env file as it was."""
+    s = Session(tmp_path)
+    s.file("SessionStart").write_text("# what was there\n")
+    gone = tmp_path / "gone"
+    payload = (CONTRACTS / "session_start.json").read_text().replace("__CWD__", str(gone)).replace(
+        "__TRANSCRIPT__", "")
+    r = subprocess.run([CTXD, "chat", "hook", "claude"], input=payload.encode(), capture_output=True, timeout=60,
+                       env=dict(s.env, CLAUDE_ENV_FILE=str(s.file("SessionStart"))))
+    assert r.returncode == 0 and r.stdout == b""
+    assert len(r.stderr.decode().splitlines()) == 1, r.stderr
+    assert s.file("SessionStart").read_text() == "# what was there\n"
+    log = log_text()
+    assert "chat hook claude: CLAUDE_ENV_FILE: " in log and log.count(f"{gone}") >= 2

@@ -262,31 +262,38 @@ def handle(tool, payload):
 
 def _with_agent_env(tool, event, payload, fn):
     """The project's environment into $CLAUDE_ENV_FILE, then the event's own handler; a
-    failure of either leaves the other's work (and output) standing."""
+    failure of either leaves the other's work (and output) standing. Each failure is
+    logged; stderr gets one line (the handler's when both failed)."""
     from ctxd.integrations import agent_env
 
+    env_line = None
     try:
         extra = agent_env.update(payload)
     except (Exception, KeyboardInterrupt) as e:
         extra = None
-        _env_fail(tool, e)
+        env_line = _env_fail(tool, e)
     out = None
     if fn is not None:
         try:
             out = fn(tool, payload)
         except (Exception, KeyboardInterrupt) as e:
+            env_line = None
             _fail(tool, e)
+    if env_line:
+        from ctxd.boundary import say
+
+        say(env_line)
     return agent_env.merge(out, extra, event)
 
 
 def _env_fail(tool, exc):
-    """Log why the env file was left as it was; one short stderr line (Claude Code shows it
-    in its debug output only: a hook that exits 0 never disturbs the session)."""
-    from ctxd.boundary import LINE_REASON_MAX, failure, say
+    """Log why the env file was left as it was; the stderr line to show (Claude Code shows a
+    hook's stderr in its debug output only: a hook that exits 0 never disturbs the session)."""
+    from ctxd.boundary import LINE_REASON_MAX, failure
 
     f = failure(exc, f"chat hook {tool}: CLAUDE_ENV_FILE", log=True)
-    say(f"ctxd: chat hook {tool}: the Bash tool's environment was left as it was ({f.reason[:LINE_REASON_MAX]})"
-        f"{f'; see {f.log_path}' if f.log_path else ''}")
+    return (f"ctxd: chat hook {tool}: the Bash tool's environment was left as it was "
+            f"({f.reason[:LINE_REASON_MAX]}){f'; see {f.log_path}' if f.log_path else ''}")
 
 
 def _is_title_turn(inputs, last):
