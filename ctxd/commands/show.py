@@ -72,6 +72,10 @@ def explain(directory, environ):
         status = "added" if entry in t.state.path_added else "already-present"
         info["path"].append({"entry": entry, "source": source, "position": "front", "status": status})
     info["notes"].extend(plan.notes)
+    envrc_dir = (environ.get("DIRENV_DIR") or "").lstrip("-")  # direnv writes "-/path"
+    if envrc_dir and (directory + "/").startswith(envrc_dir.rstrip("/") + "/"):
+        info["notes"].append(f"direnv has {os.path.join(envrc_dir, '.envrc')} loaded: its changes stay (ctxd never "
+                             "undoes them), and leaving undoes both (README: Next to other tools)")
     info["context_dir"] = t.target.get("CTXD_CONTEXT_DIR")
     info["watch"] = list(dict.fromkeys(plan.watch))
     info["files"] = [{"path": p, "status": st, "error": err} for p, st, err in plan.files]

@@ -93,6 +93,7 @@ def enter_reload_leave(s, direnv, proj, tmp_path):
     for round_ in range(2):
         s.cd(proj)
         check_inside(s.env_dump(), proj, f"enter {round_}")
+        assert f"direnv has {os.path.join(proj, '.envrc')} loaded" in s.run("ctxd show")
 
         s.run(f"'{direnv}' reload")  # the prompt after it reloads; the next command sees the result
         check_inside(s.env_dump(), proj, f"direnv reload {round_}")
