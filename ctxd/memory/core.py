@@ -211,14 +211,13 @@ class ProjectMemory:
         return sync.Sync(self, environ, report=report, fact_priority=FACT_PRIORITY)
 
     def set_private(self, session, private=True):
-        """Keep *session* out of every sync segment (or share it again): how many of its
-        messages were already shared before it was marked."""
+        """Keep *session* out of every sync segment (or share it again, what it holds included):
+        how many of its messages were sent before it was marked."""
         if not session:
             raise CtxdError("a session id is needed", ExitCode.USAGE)
         store = self.store()
         store.set_private(session, private)
-        hwm = int(store.meta_get("sync_hwm", 0))
-        return store.session_count(session, upto=hwm)
+        return store.session_count(session, sent=True)
 
     def private_sessions(self):
         """Rows (session, ts, messages) of the sessions kept private."""

@@ -182,11 +182,13 @@ MIGRATIONS = [
     END;
     """,
     # 7: sharing through git (ctxd.memory.sync): who an item came from (author: git user.email,
-    #    machine: its host; NULL for what was written here), tombstones of every deleted message
-    #    (by dedup key, or m:<machine id>:<id> for a row without one) so deletions travel and stale
-    #    segments never resurrect them (none for a private session's row that was never sent: its
-    #    key would leave), sessions kept private, which segment blobs were imported
-    #    or written here, and what was sent (tasks, handoffs: by digest).
+    #    machine: its host; NULL for what was written here); ``sync_unsent``, the ids of the rows not
+    #    written to a segment yet (a queue filled by a trigger: SQLite reuses the largest id after a
+    #    delete, so an id high-water mark would miss rows); tombstones of every deleted message that
+    #    has a dedup key (sent rows always have one), so deletions travel and stale segments never
+    #    resurrect them (none for a private session's row that never left: its key would leave);
+    #    sessions kept private; the segment blobs imported or written here; what was sent of tasks
+    #    and handoffs (by digest).
     """
     ALTER TABLE messages ADD COLUMN author TEXT;
     ALTER TABLE messages ADD COLUMN machine TEXT;
@@ -194,6 +196,11 @@ MIGRATIONS = [
     ALTER TABLE tasks ADD COLUMN author TEXT;
     CREATE UNIQUE INDEX IF NOT EXISTS tasks_sync_key ON tasks(sync_key) WHERE sync_key IS NOT NULL;
     INSERT INTO meta(key, value) VALUES ('sync_machine', lower(hex(randomblob(8)))) ON CONFLICT DO NOTHING;
+    CREATE TABLE IF NOT EXISTS sync_unsent(id INTEGER PRIMARY KEY);
+    INSERT INTO sync_unsent(id) SELECT id FROM messages;
+    CREATE TRIGGER IF NOT EXISTS messages_ai_unsent AFTER INSERT ON messages BEGIN
+        INSERT INTO sync_unsent(id) VALUES (new.id) ON CONFLICT DO NOTHING;
+    END;
     CREATE TABLE IF NOT EXISTS tombstones(
         id INTEGER PRIMARY KEY,
         key TEXT NOT NULL UNIQUE,
@@ -209,12 +216,12 @@ MIGRATIONS = [
         ts REAL NOT NULL
     ) WITHOUT ROWID;
     CREATE TABLE IF NOT EXISTS sync_sent(key TEXT PRIMARY KEY, digest TEXT NOT NULL) WITHOUT ROWID;
-    CREATE TRIGGER IF NOT EXISTS messages_ad_tombstone AFTER DELETE ON messages
-    WHEN old.session NOT IN (SELECT session FROM private_sessions)
-        OR old.id <= coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'sync_hwm'), 0) BEGIN
-        INSERT INTO tombstones(key, ts) VALUES (
-            coalesce(old.dedup, 'm:' || (SELECT value FROM meta WHERE key = 'sync_machine') || ':' || old.id),
-            (julianday('now') - 2440587.5) * 86400.0) ON CONFLICT DO NOTHING;
+    CREATE TRIGGER IF NOT EXISTS messages_ad_sync AFTER DELETE ON messages BEGIN
+        INSERT INTO tombstones(key, ts) SELECT old.dedup, (julianday('now') - 2440587.5) * 86400.0
+        WHERE old.dedup IS NOT NULL AND (old.session NOT IN (SELECT session FROM private_sessions)
+                                         OR old.id NOT IN (SELECT id FROM sync_unsent))
+        ON CONFLICT DO NOTHING;
+        DELETE FROM sync_unsent WHERE id = old.id;
     END;
     """,
 ]

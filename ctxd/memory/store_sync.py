@@ -40,33 +40,30 @@ class SyncTables:
         return mid
 
     # -- what to send -------------------------------------------------------------
-    def max_message_id(self):
-        return self.db.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
+    _UNSENT = ("FROM sync_unsent u JOIN messages m ON m.id = u.id WHERE m.author IS NULL "
+               "AND m.session NOT IN (SELECT session FROM private_sessions)")
 
-    def assign_keys(self, after, upto):
-        """Give the local rows (after, upto] without a dedup key the stable key m:<machine>:<id>."""
+    def assign_keys(self):
+        """Give the unsent local rows without a dedup key a stable, unique one: m:<machine>:<random>."""
         mid = self.machine_id()
         with self.transaction():
-            self.db.execute("UPDATE messages SET dedup = 'm:' || ? || ':' || id WHERE id > ? AND id <= ? "
-                            "AND dedup IS NULL AND author IS NULL", (mid, after, upto))
+            self.db.execute("UPDATE messages SET dedup = 'm:' || ? || ':' || lower(hex(randomblob(8))) "
+                            f"WHERE dedup IS NULL AND id IN (SELECT m.id {self._UNSENT})", (mid,))
 
-    def local_rows(self, after, upto, batch=5000):
-        """The messages written here (not imported) with ids in (after, upto], outside private
-        sessions, in batches of sqlite3.Row, by id."""
-        last = after
+    def unsent_rows(self, batch=5000):
+        """The messages written here and not sent yet, outside private sessions: batches of
+        sqlite3.Row, by id."""
+        last = 0
         while True:
-            rows = self.db.execute(
-                "SELECT * FROM messages WHERE id > ? AND id <= ? AND author IS NULL "
-                "AND session NOT IN (SELECT session FROM private_sessions) ORDER BY id LIMIT ?",
-                (last, upto, batch)).fetchall()
+            rows = self.db.execute(f"SELECT m.* {self._UNSENT} AND m.id > ? ORDER BY m.id LIMIT ?",
+                                   (last, batch)).fetchall()
             if not rows:
                 return
             yield rows
             last = rows[-1]["id"]
 
-    def pending_count(self, after):
-        return self.db.execute("SELECT count(*) FROM messages WHERE id > ? AND author IS NULL AND session NOT IN "
-                               "(SELECT session FROM private_sessions)", (after,)).fetchone()[0]
+    def pending_count(self):
+        return self.db.execute(f"SELECT count(*) {self._UNSENT}").fetchone()[0]
 
     def local_tombstones(self, after):
         """Tombstones written here with ids above *after*: rows (id, key, ts), by id."""
@@ -76,15 +73,19 @@ class SyncTables:
     def max_tombstone_id(self):
         return self.db.execute("SELECT coalesce(max(id), 0) FROM tombstones").fetchone()[0]
 
-    def kept_facts(self, after_id, upto_id, min_priority):
-        """Facts recorded on purpose (priority >= *min_priority*) of local, non-private messages
-        with ids in (after_id, upto_id]: rows (key, tag, priority)."""
-        return self.db.execute(
-            "SELECT m.dedup AS key, f.tag AS tag, max(f.priority) AS priority FROM facts f "
-            "JOIN messages m ON m.id = f.msg_id WHERE m.id > ? AND m.id <= ? AND m.author IS NULL "
-            "AND m.dedup IS NOT NULL AND f.priority >= ? "
-            "AND m.session NOT IN (SELECT session FROM private_sessions) GROUP BY m.id ORDER BY m.id",
-            (after_id, upto_id, min_priority)).fetchall()
+    def kept_facts(self, ids, min_priority):
+        """Facts recorded on purpose (priority >= *min_priority*) of the messages *ids*: rows
+        (key, tag, priority)."""
+        ids = list(ids)
+        out = []
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            out += self.db.execute(
+                "SELECT m.dedup AS key, f.tag AS tag, max(f.priority) AS priority FROM facts f "
+                f"JOIN messages m ON m.id = f.msg_id WHERE m.id IN ({','.join('?' * len(chunk))}) "
+                "AND m.dedup IS NOT NULL AND f.priority >= ? GROUP BY m.id ORDER BY m.id",
+                chunk + [min_priority]).fetchall()
+        return out
 
     def local_tasks(self):
         """Every task written here, each with its sync key (assigned now when missing) and notes."""
@@ -104,12 +105,15 @@ class SyncTables:
         return {r[0]: r[1] for r in self.db.execute("SELECT key, digest FROM sync_sent")}
 
     # -- after a segment is on the ref ----------------------------------------------
-    def record_sent(self, *, hwm=None, tomb_hwm=None, sent=(), blobs=()):
-        """One transaction: the high-water marks, what was sent by digest, the blobs written here."""
+    def record_sent(self, *, ids=(), tomb_hwm=None, sent=(), blobs=()):
+        """One transaction: the messages *ids* are sent, the tombstone high-water mark, what
+        was sent by digest, the blobs written here."""
         now = time.time()
+        ids = list(ids)
         with self.transaction():
-            if hwm is not None:
-                self.meta_set("sync_hwm", hwm)
+            for i in range(0, len(ids), 500):
+                chunk = ids[i:i + 500]
+                self.db.execute(f"DELETE FROM sync_unsent WHERE id IN ({','.join('?' * len(chunk))})", chunk)
             if tomb_hwm is not None:
                 self.meta_set("sync_tomb_hwm", tomb_hwm)
             self.db.executemany("INSERT INTO sync_sent(key, digest) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
@@ -160,8 +164,10 @@ class SyncTables:
         with self.transaction():
             for i in range(0, len(ids), 500):
                 chunk = ids[i:i + 500]
-                self.db.execute(f"UPDATE messages SET author = ?, machine = ? WHERE id IN ({','.join('?' * len(chunk))})",
+                marks = ','.join('?' * len(chunk))
+                self.db.execute(f"UPDATE messages SET author = ?, machine = ? WHERE id IN ({marks})",
                                 [author, machine] + chunk)
+                self.db.execute(f"DELETE FROM sync_unsent WHERE id IN ({marks})", chunk)  # it came from there
 
     def ids_of_keys(self, keys):
         """{dedup key: message id} for the keys stored."""
@@ -212,12 +218,12 @@ class SyncTables:
     def is_private(self, session):
         return self.db.execute("SELECT 1 FROM private_sessions WHERE session = ?", (session,)).fetchone() is not None
 
-    def session_count(self, session, upto=None):
-        """Messages of *session* written here (with ids up to *upto*)."""
-        if upto is None:
+    def session_count(self, session, sent=False):
+        """Messages of *session* (with *sent*: those written here that were sent already)."""
+        if not sent:
             return self.db.execute("SELECT count(*) FROM messages WHERE session = ?", (session,)).fetchone()[0]
-        return self.db.execute("SELECT count(*) FROM messages WHERE session = ? AND id <= ? AND author IS NULL",
-                               (session, upto)).fetchone()[0]
+        return self.db.execute("SELECT count(*) FROM messages WHERE session = ? AND author IS NULL "
+                               "AND id NOT IN (SELECT id FROM sync_unsent)", (session,)).fetchone()[0]
 
     def authors(self):
         """Rows (author, machine, messages) of the items received, most first."""

@@ -28,10 +28,11 @@ with both parents. The first line of a segment is its header
 What is sent was redacted when it was stored and is redacted again (with the sender's rules)
 as it is written; the receiver redacts each item again with its own rules before storing it.
 Private sessions (``ctxd chat private``) are never written to a segment; offloaded outputs
-travel as their preview unless ``ctxd sync init --outputs``. The store remembers the last
-message and tombstone sent (high-water marks), what task and handoff was sent (digests) and
-which segment blobs it imported, so a sync moves only what is new. A received tombstone
-deletes the message and stays, so a stale segment never brings it back.
+travel as their preview unless ``ctxd sync init --outputs``. The store remembers the
+messages not sent yet (a queue its triggers fill), the last tombstone sent, what task and
+handoff was sent (digests) and which segment blobs it imported, so a sync moves only what
+is new. A received tombstone deletes the message and stays, so a stale segment never brings
+it back.
 
 Standard library only; git is run with a timeout and an explicit environment.
 """
@@ -493,19 +494,19 @@ class Sync:
     def pending_items(self):
         """(items, marks) not sent yet: messages, facts, tombstones, tasks, handoffs."""
         st = self.store
-        hwm = int(st.meta_get("sync_hwm", 0))
         tomb_hwm = int(st.meta_get("sync_tomb_hwm", 0))
-        upto = st.max_message_id()
-        tomb_upto = st.max_tombstone_id()
         outputs = st.meta_get("sync_outputs") == "1"
-        st.assign_keys(hwm, upto)
-        items = []
-        for rows in st.local_rows(hwm, upto):
+        st.assign_keys()
+        items, ids = [], []
+        for rows in st.unsent_rows():
             for r in rows:
                 items.append(self._msg_item(r, outputs))
+                ids.append(r["id"])
         items += [dict(t="fact", key=f["key"], kind=f["tag"], priority=f["priority"])
-                  for f in st.kept_facts(hwm, upto, self.fact_priority) if f["tag"] in FACT_KINDS]
-        items += [dict(t="tomb", key=r["key"], ts=r["ts"]) for r in st.local_tombstones(tomb_hwm)]
+                  for f in st.kept_facts(ids, self.fact_priority) if f["tag"] in FACT_KINDS]
+        tombs = st.local_tombstones(tomb_hwm)
+        items += [dict(t="tomb", key=r["key"], ts=r["ts"]) for r in tombs]
+        tomb_upto = tombs[-1]["id"] if tombs else None
         sent, digests = [], st.sent_digests()
         for t in st.local_tasks():
             t = dict(t, name=self._redact(t["name"]), notes=[dict(n, text=self._redact(n["text"])) for n in t["notes"]])
@@ -526,7 +527,7 @@ class Sync:
                 continue
             items.append(dict(t="handoff", file=name, archive=archive))
             sent.append((key, digest))
-        return items, dict(hwm=upto, tomb_hwm=tomb_upto, sent=sent)
+        return items, dict(ids=ids, tomb_hwm=tomb_upto, sent=sent)
 
     def _msg_item(self, r, outputs):
         content = r["content"]
@@ -567,7 +568,7 @@ class Sync:
         """Write what is new into segments on the local ref (one commit). (commit or None, blobs, items)."""
         items, marks = self.pending_items()
         if not items:
-            self.store.record_sent(hwm=marks["hwm"], tomb_hwm=marks["tomb_hwm"])
+            self.store.record_sent(ids=marks["ids"], tomb_hwm=marks["tomb_hwm"])
             return None, 0, 0
         st = self.store
         _name, email = self.git.identity()
@@ -592,7 +593,7 @@ class Sync:
                 break
         else:
             raise SyncError(f"{REF} kept moving while writing (another ctxd sync is running?); try again")
-        st.record_sent(hwm=marks["hwm"], tomb_hwm=marks["tomb_hwm"], sent=marks["sent"],
+        st.record_sent(ids=marks["ids"], tomb_hwm=marks["tomb_hwm"], sent=marks["sent"],
                        blobs=[(o, p, n) for o, p, n, _b in blobs])
         self.last_bytes = sum(b for *_x, b in blobs)
         return commit, len(blobs), len(items)
@@ -748,8 +749,7 @@ class Sync:
         else:
             out["ahead"] = int(self.git.out("rev-list", "--count", local)) if local else 0
             out["behind"] = int(self.git.out("rev-list", "--count", theirs)) if theirs else 0
-        hwm = int(st.meta_get("sync_hwm", 0)) if st else 0
-        out["unsent_messages"] = st.pending_count(hwm) if st else 0
+        out["unsent_messages"] = st.pending_count() if st else 0
         out["unsent_tombstones"] = len(st.local_tombstones(int(st.meta_get("sync_tomb_hwm", 0)))) if st else 0
         if local and st:
             known = st.known_blobs()
