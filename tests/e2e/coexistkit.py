@@ -30,6 +30,16 @@ DEBIAN = {
 }
 
 
+# a starship prompt that shows $VIRTUAL_ENV and ends in the sessions' prompt marker
+STARSHIP_TOML = """\
+add_newline = false
+format = "${env_var.VIRTUAL_ENV}%s"
+[env_var.VIRTUAL_ENV]
+format = "venv=$env_value "
+style = ""
+""" % PROMPT
+
+
 def _missing(what, how):
     msg = f"shell coexistence test: {what} is missing ({how})"
     if os.environ.get("CI"):

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from coexistkit import prompt_after, require_debian
+from coexistkit import STARSHIP_TOML, prompt_after, require_debian, require_tool
 from e2ekit import path_list, python_project
 
 ORDERS = ("ctxd-first", "ctxd-last")
@@ -60,3 +60,25 @@ def test_zsh_autosuggestions_and_syntax_highlighting_with_zle(order, sessions, t
     # both plugins are really loaded next to ctxd
     out = s.run("print -r -- ${+functions[_zsh_autosuggest_start]} ${+functions[_zsh_highlight]}")
     assert "1 1" in out, out
+
+
+@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize("shell_name", ["zsh", "fish"])
+def test_starship_prompt_in_zsh_and_fish(shell_name, order, sessions, tmp_path):
+    """(bash, with and without bash-preexec: test_e2e_coexist_preexec.py)"""
+    starship = require_tool("starship")
+    cfg = tmp_path / "starship.toml"
+    cfg.write_text(STARSHIP_TOML)
+    proj = python_project(tmp_path / "proj")
+    s_line = (f"'{starship}' init fish | source" if shell_name == "fish"
+              else f'eval "$(\'{starship}\' init zsh)"')
+    s = sessions(shell_name, hook=False, env={"STARSHIP_CONFIG": str(cfg), "STARSHIP_CACHE": str(tmp_path / "sc"),
+                                              "TERM": "xterm"})  # starship draws nothing on TERM=dumb
+    for line in ((ctxd_line(shell_name), s_line) if order == "ctxd-first" else (s_line, ctxd_line(shell_name))):
+        s.run(line)
+    s.run("true")
+    venv = os.path.join(proj, ".venv")
+    shown = prompt_after(s, f"cd '{proj}'")
+    assert f"venv={venv} " in shown, shown
+    shown = prompt_after(s, "cd ..")
+    assert "venv=" not in shown, shown

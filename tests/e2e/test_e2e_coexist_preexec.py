@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from coexistkit import prompt_after, require_tool, vendored_bash_preexec
+from coexistkit import STARSHIP_TOML, prompt_after, require_tool, vendored_bash_preexec
 from e2ekit import path_list, python_project
 from shellkit import base_env
 
@@ -92,15 +92,6 @@ def test_hook_installed_twice_without_bash_preexec_stays_once(sessions):
     s.run("PROMPT_COMMAND=($'_ctxd_hook\\n:' ':')")
     s.run('eval "$(ctxd hook bash)"')
     assert hook_count(s) == 1
-
-
-STARSHIP_TOML = """\
-add_newline = false
-format = "${env_var.VIRTUAL_ENV}CTXDPROMPT>"
-[env_var.VIRTUAL_ENV]
-format = "venv=$env_value "
-style = ""
-"""
 
 
 @pytest.mark.parametrize("with_bp", [True, False], ids=["bash-preexec", "starship-alone"])
