@@ -634,3 +634,22 @@ def test_a_message_reusing_a_deleted_id_is_still_sent(world):
     a.push()
     b.pull()
     assert sorted(r[3] for r in b.rows()) == ["first", "third, in the same id"]
+
+
+def test_offloaded_outputs_travel_as_their_preview_unless_asked(world):
+    a, b = world("a"), world("b")
+    big = "\n".join(f"line {i}: build output of the release job" for i in range(600))  # > 8,192 characters
+    a.add(big, session="s")
+    a.push()
+    b.pull()
+    (row,) = [r for r in b.rows()]
+    assert row[3] != big and "characters omitted" in row[3] and len(row[3]) < 4000
+    c = world("c")
+    c.ctxd("sync", "init", "--outputs", check=0)
+    c.add(big + "\nagain", session="t")
+    c.push()
+    b.pull()
+    with b.memory() as mem:
+        (m,) = [m for m in mem.iter_all() if m.session == "t"]
+        assert m.output_path and m.output_path.startswith(mem.context_dir)  # offloaded here, by b
+        assert mem.output(m.id) == big + "\nagain"
