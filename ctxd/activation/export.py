@@ -215,7 +215,7 @@ def render(shell, environ, t):
 
             pairs = revisit.check_pairs(environ, t, names)
             if pairs is not None:
-                out.append(shell.set_flag(shell.revisit_var, shell.env_check(pairs)))
+                out.append(shell.set_flag(shell.revisit_var, shell.env_check(pairs, revisit.needed_files())))
     for w in t.warnings:
         out.append(shell.warn(w))
     return shell.join(out)

@@ -37,6 +37,15 @@ def cacheable(t):
     return not (t.old and t.old.leave)
 
 
+def needed_files():
+    """Files the replay needs to exist: the interpreter and this ctxd (once
+    uninstalled, entering a project must not bring an old activation back)."""
+    import os
+    import sys
+
+    return [sys.executable, os.path.abspath(__file__)]
+
+
 def check_pairs(environ, t, names):
     """[(name, value or None)] the replay test compares, or None when *t* cannot be cached."""
     if not cacheable(t):
@@ -46,7 +55,8 @@ def check_pairs(environ, t, names):
         return None
     want = set(names) | set(ALWAYS) | refs
     want.update(n for n in environ if n.endswith(SUFFIXES))
-    return [(n, environ.get(n)) for n in sorted(want)]
+    # only names a shell can test (an environment may hold others; none of ctxd's)
+    return [(n, environ.get(n)) for n in sorted(want) if n.isascii() and n.isidentifier()]
 
 
 def referenced(plan):

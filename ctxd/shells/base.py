@@ -213,9 +213,10 @@ class Shell:
         """A plain (non-exported) global shell variable the hook reads."""
         raise NotImplementedError
 
-    def env_check(self, pairs):
+    def env_check(self, pairs, files=()):
         """A condition, as shell code, true while every (name, value) of
-        *pairs* holds (value None: unset). See ctxd.activation.revisit."""
+        *pairs* holds (value None: unset) and every path of *files* exists.
+        See ctxd.activation.revisit."""
         raise NotImplementedError
 
     def fast_leave(self, allowed):

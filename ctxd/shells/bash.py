@@ -110,8 +110,8 @@ class Bash(Shell):
     def drop_restore(self):
         return f"\\builtin unset -f {self.restore_fn}"
 
-    def env_check(self, pairs):
-        tests = []
+    def env_check(self, pairs, files=()):
+        tests = [f"-e {ansi_c_quote(f)}" for f in files]
         for name, value in pairs:
             check_name(name)
             if value is None:

@@ -135,10 +135,10 @@ class Fish(Shell):
     def drop_restore(self):
         return f"builtin functions -e {self.restore_fn}"
 
-    def env_check(self, pairs):
+    def env_check(self, pairs, files=()):
         # a path variable (PATH, MANPATH, ...) in double quotes joins with ":",
         # as the environment holds it; any other one has one element here
-        tests = []
+        tests = [f"test -e {self.quote(f)}" for f in files]
         for name, value in pairs:
             check_name(name)
             if value is None:

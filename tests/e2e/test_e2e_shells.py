@@ -135,6 +135,8 @@ def test_hook_evaluated_twice_is_one_hook(variant, sessions, tmp_path):
     cd(s, out)
     wrapper, log = make_wrapper(tmp_path)
     s.run(wrap_command(shell, wrapper))
+    # (a change in py, entered above: else the revisit cache applies it without a run)
+    open(os.path.join(py, "changed"), "w").close()
     cd(s, py)
     env = s.env_dump()
     assert env["VIRTUAL_ENV"] == os.path.join(py, ".venv")
