@@ -43,16 +43,26 @@ def hook_count(s):
     return out.count("_ctxd_hook")
 
 
+# bash-preexec keeps PROMPT_COMMAND a string before bash 5.1 (macOS's bash 3.2): the same
+# bash-preexec, told so, installs the way it does there
+STRING_MODE = ("__bp_delay_install=1; source '{bp}'; __bp_use_array_prompt_command() {{ return 1; }}; "
+               "__bp_install_after_session_init")
+
+
+@pytest.mark.parametrize("mode", ["array", "string"])
 @pytest.mark.parametrize("order", ORDERS)
-def test_precmd_functions_see_the_new_environment_at_once(order, sessions, tmp_path, home):
+def test_precmd_functions_see_the_new_environment_at_once(order, mode, sessions, tmp_path, home):
     bp = vendored_bash_preexec()
     proj = python_project(tmp_path / "proj")
-    rc = bashrc(home, order, f"source '{bp}'", RECORDER)
+    load = f"source '{bp}'" if mode == "array" else STRING_MODE.format(bp=bp)
+    rc = bashrc(home, order, load, RECORDER)
     s = sessions("bash", hook=False)
     s.run(f"source '{rc}'")
     s.run("true")
     assert last_recorded(home) == "none"
     assert hook_count(s) == 1
+    kind = s.run("declare -p PROMPT_COMMAND")
+    assert kind.startswith("declare -a" if mode == "array" else "declare --"), kind
 
     prompt_after(s, f"cd '{proj}'")
     assert last_recorded(home) == os.path.join(proj, ".venv")  # the very prompt after cd
