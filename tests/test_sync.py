@@ -653,3 +653,26 @@ def test_offloaded_outputs_travel_as_their_preview_unless_asked(world):
         (m,) = [m for m in mem.iter_all() if m.session == "t"]
         assert m.output_path and m.output_path.startswith(mem.context_dir)  # offloaded here, by b
         assert mem.output(m.id) == big + "\nagain"
+
+
+def test_a_task_continued_on_the_other_machine_goes_back(world):
+    a, b = world("a"), world("b")
+    with a.memory() as mem:
+        mem.add("user", "start", session="s")
+        mem.task_start("release 2.0")
+        mem.task_note("changelog written")
+    a.push()
+    b.pull()
+    with b.memory() as mem:
+        mem.task_note("tagged on the dev box")
+        mem.task_done()
+    b.push()
+    a.pull()
+    with a.memory() as mem:
+        assert mem.task_text() == ""  # done on b: done here
+    rows = [r[3] for r in a.rows()]
+    assert any("Task done: release 2.0." in r and "changelog written" in r and "tagged on the dev box" in r
+               for r in rows)
+    # settled: nothing goes back and forth
+    a.sync(), b.sync()
+    assert a.push()["commit"] is None and b.push()["commit"] is None

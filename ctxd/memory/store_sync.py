@@ -87,14 +87,16 @@ class SyncTables:
                 chunk + [min_priority]).fetchall()
         return out
 
-    def local_tasks(self):
-        """Every task written here, each with its sync key (assigned now when missing) and notes."""
+    def sync_tasks(self, key=None):
+        """Every task (or the one with sync key *key*), each with its sync key (assigned now when
+        missing) and notes: dicts (key, name, status, started, finished, notes)."""
         mid = self.machine_id()
         with self.transaction():
-            self.db.execute("UPDATE tasks SET sync_key = 't:' || ? || ':' || id WHERE sync_key IS NULL "
-                            "AND author IS NULL", (mid,))
+            self.db.execute("UPDATE tasks SET sync_key = 't:' || ? || ':' || id WHERE sync_key IS NULL", (mid,))
+        rows = self.db.execute("SELECT * FROM tasks WHERE sync_key = ?", (key,)).fetchall() if key else \
+            self.db.execute("SELECT * FROM tasks ORDER BY id").fetchall()
         out = []
-        for t in self.db.execute("SELECT * FROM tasks WHERE author IS NULL ORDER BY id").fetchall():
+        for t in rows:
             notes = [dict(ts=n["ts"], text=n["text"]) for n in self.db.execute(
                 "SELECT ts, text FROM task_notes WHERE task_id = ? ORDER BY id", (t["id"],))]
             out.append(dict(key=t["sync_key"], name=t["name"], status=t["status"], started=t["started"],

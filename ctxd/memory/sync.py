@@ -508,8 +508,8 @@ class Sync:
         items += [dict(t="tomb", key=r["key"], ts=r["ts"]) for r in tombs]
         tomb_upto = tombs[-1]["id"] if tombs else None
         sent, digests = [], st.sent_digests()
-        for t in st.local_tasks():
-            t = dict(t, name=self._redact(t["name"]), notes=[dict(n, text=self._redact(n["text"])) for n in t["notes"]])
+        for t in st.sync_tasks():  # received ones too: a note or a done here goes back
+            t = self._task_view(t)
             digest = _sha(json.dumps(t, sort_keys=True))
             if digests.get(t["key"]) != digest:
                 items.append(dict(t, t="task"))
@@ -528,6 +528,9 @@ class Sync:
             items.append(dict(t="handoff", file=name, archive=archive))
             sent.append((key, digest))
         return items, dict(ids=ids, tomb_hwm=tomb_upto, sent=sent)
+
+    def _task_view(self, t):
+        return dict(t, name=self._redact(t["name"]), notes=[dict(n, text=self._redact(n["text"])) for n in t["notes"]])
 
     def _msg_item(self, r, outputs):
         content = r["content"]
@@ -654,6 +657,9 @@ class Sync:
         for it, author in tasks:
             st.upsert_task(dict(it, name=self._redact(it["name"]), finished=it.get("finished"),
                                 notes=[dict(n, text=self._redact(n["text"])) for n in it["notes"]]), author)
+            # what is stored now counts as sent: only a later change here goes back
+            (now,) = st.sync_tasks(it["key"])
+            st.record_sent(sent=[(it["key"], _sha(json.dumps(self._task_view(now), sort_keys=True)))])
             stats["tasks"] += 1
         if facts:
             from ctxd.memory import engine
@@ -670,8 +676,8 @@ class Sync:
     def _import_handoff(self, it):
         from ctxd.handoff import archive as archive_mod
 
-        key = "h:" + it["file"]
-        if key in self.store.sent_digests():
+        key = "hr:" + _sha(json.dumps(it["archive"], sort_keys=True, ensure_ascii=False))
+        if key in self.store.sent_digests():  # received before
             return 0
         try:
             arch = json.loads(self._redact(json.dumps(it["archive"], ensure_ascii=False)))
@@ -685,7 +691,7 @@ class Sync:
             return 0
         with open(dest, "rb") as f:
             digest = _sha(f.read())
-        self.store.record_sent(sent=[(key, ""), ("h:" + os.path.basename(dest), digest)])
+        self.store.record_sent(sent=[(key, "received"), ("h:" + os.path.basename(dest), digest)])
         return 1
 
     # -- the commands ---------------------------------------------------------------------
