@@ -178,3 +178,27 @@ def test_on_enter_commands_always_run(shell, sessions, tmp_path):
         assert "entered-proj" in out, out
         assert runs(log) == i + 1
         cd(s, a)
+
+
+def test_fish_walks_once_per_cd(sessions, tmp_path):
+    """The PWD event walks up from the new directory; the prompt right after it
+    reuses that walk (the prompts after it walk again, as bash does on every
+    prompt, to notice a marker created meanwhile)."""
+    a = plain_dir(tmp_path / "a")
+    b = plain_dir(tmp_path / "b")
+    s = sessions("fish")
+    s.run("functions -c __ctxd_find_root __ctxd_walk; "
+          "function __ctxd_find_root; set -a walks $PWD; __ctxd_walk; end")
+    # run() types the line, then a printf line: PWD a, PWD b, the prompt after
+    # the line (no walk), the prompt after the printf (one walk in b)
+    s.run(f"set -g walks; cd {quote_fish(a)}; cd {quote_fish(b)}")
+    assert s.run('printf "%s\\n" $walks').splitlines() == [a, b, b]
+    # and a marker made right after a cd is noticed at the next prompt
+    s.run(f"set -g walks; cd {quote_fish(a)}; touch Makefile")
+    assert s.run("echo root=$CTXD_ROOT") == f"root={a}"
+
+
+def quote_fish(path):
+    from e2ekit import quote
+
+    return quote("fish", str(path))
