@@ -18,7 +18,7 @@ import pytest
 
 SHELLS = ("bash", "zsh", "fish")
 # tcsh and elvish from Debian; xonsh (PyPI) and nushell (npm) into ~/.cache/ctxd-ci by .ci/run
-MORE_SHELLS = ("tcsh", "elvish")  # xonsh, nu: next
+MORE_SHELLS = ("tcsh", "elvish", "xonsh")  # nu: next
 PROMPT = "CTXDPROMPT>"
 CI_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "ctxd-ci")
 CACHED = {  # where .ci/run installs the shells that are not Debian packages
@@ -91,6 +91,12 @@ class ShellSession:
             argv = [path, "--norc", "--noprofile", "-i"]
         elif shell == "zsh":
             argv = [path, "-f", "-i"]
+        elif shell == "xonsh":
+            # the setup as the only rc file: the very first prompt is already ours
+            rc = os.path.join(self.home, ".ctxd-test-setup.xsh")
+            with open(rc, "w") as f:
+                f.write(MORE_SETUP[shell] + "\n")
+            argv = [path, "--rc", rc, "-i", "--shell-type=readline"]
         elif shell in MORE_SHELLS:
             argv = [path] + MORE_ARGV[shell]
         else:
@@ -104,7 +110,12 @@ class ShellSession:
         elif shell == "zsh":
             self.child.sendline(f"PS1='{PROMPT}'; PS2=''; unsetopt zle 2>/dev/null; unsetopt prompt_sp")
         elif shell in MORE_SHELLS:
-            self.child.sendline(MORE_SETUP[shell])
+            if shell == "xonsh":
+                # xonsh asks the terminal where the cursor is (ESC[6n) before each
+                # prompt and reads the reply from stdin: type only once it shows
+                self.child.expect_exact(PROMPT, timeout=60)
+            else:
+                self.child.sendline(MORE_SETUP[shell])
         else:
             self.child.sendline(f"function fish_prompt; printf '{PROMPT}'; end; function fish_right_prompt; end; "
                                 "set -g fish_autosuggestion_enabled 0")
@@ -123,6 +134,8 @@ class ShellSession:
         """Type *command*, wait for it and the next prompt; return its output."""
         if self.shell in ONE_LINE:
             return self._run_one_line(command, timeout)
+        if self.shell == "xonsh":
+            return self._run_then_sync(command, timeout)
         self._n += 1
         tag = uuid.uuid4().hex[:8]
         end = f"__END_{tag}_{self._n}__"
@@ -131,6 +144,8 @@ class ShellSession:
         self.child.expect_exact(end, timeout=timeout or self.timeout)
         out = self.child.before
         self.child.expect_exact(PROMPT, timeout=timeout or self.timeout)
+        if self.shell in MORE_SHELLS:
+            out = ANSI.sub("", out)  # xonsh's readline switches bracketed paste on and off
         # drop the echo of our own lines
         lines = out.replace("\r\n", "\n").replace("\r", "").split("\n")
         kept = [l for l in lines if "__END_%s__" not in l and PROMPT not in l and l.strip() != command.strip()]
@@ -153,6 +168,23 @@ class ShellSession:
         out = ANSI.sub("", out).replace("\r\n", "\n").replace("\r", "")
         out = re.sub("\u23ce *", "", out)  # the editor's missing-newline mark before a prompt
         return "\n".join(l.rstrip(" ") for l in out.split("\n") if PROMPT not in l).strip("\n ")
+
+    def _run_then_sync(self, command, timeout=None):
+        """xonsh reads typed-ahead lines before its pre-prompt event fires, so
+        the command goes alone; its output is what comes before the next
+        prompt (the prompt hook's included), then an end marker syncs."""
+        self._n += 1
+        tag = f"{uuid.uuid4().hex[:8]}_{self._n}"
+        self.child.sendline(command)
+        self.child.expect_exact(PROMPT, timeout=timeout or self.timeout)
+        out = ANSI.sub("", self.child.before).replace("\r\n", "\n").replace("\r", "")
+        self.child.sendline(f"printf '__END_%s__\\n' '{tag}'")
+        self.child.expect_exact(f"__END_{tag}__", timeout=timeout or self.timeout)
+        self.child.expect_exact(PROMPT, timeout=timeout or self.timeout)
+        lines = out.split("\n")
+        if lines and lines[0].strip() == command.strip().split("\n")[0].strip():
+            lines = lines[1:]  # the echo of the typed line
+        return "\n".join(lines).strip("\n")
 
     def cd(self, path):
         if self.shell in MORE_SHELLS:

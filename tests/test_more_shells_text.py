@@ -22,9 +22,10 @@ PRELUDE = {
 SHOW_VAR = {  # the shell variable's value into a file ("" when unset)
     "tcsh": lambda v, out: f"if ( $?{v} ) printf '%s' ${v}:q > {out}",
     "elvish": lambda v, out: f"if (has-key $flags {v}) {{ print $flags[{v}] > {out} }}",  # the hook's own flag
+    "xonsh": lambda v, out: f"open('{out}', 'w').write(ctxd_ns.get('{v}', ''))",
 }
-# elvish's drop-state command is the hook's own function (edit:add-var): tests/e2e/test_e2e_more_shells.py
-DROP_IN_SCRIPT = [s for s in SHELLS if s != "elvish"]
+# elvish's and xonsh's drop-state command is the hook's own function: tests/e2e/test_e2e_more_shells.py
+DROP_IN_SCRIPT = [s for s in SHELLS if s not in ("elvish", "xonsh")]
 
 
 def test_every_new_shell_is_registered():

@@ -86,6 +86,7 @@ def test_install_lines_and_rc_files():
         ("~/.config/fish/config.fish", "ctxd hook fish | source"),
         ("~/.tcshrc", 'eval "`ctxd hook tcsh`"'),
         ("~/.config/elvish/rc.elv", "eval (ctxd hook elvish | slurp)"),
+        ("~/.xonshrc", "execx($(ctxd hook xonsh))"),
     ]
     for s in SUPPORTED:
         sh = get_shell(s)

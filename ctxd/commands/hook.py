@@ -97,6 +97,7 @@ def hook(shell):
     fish: ctxd hook fish | source    in ~/.config/fish/config.fish
     tcsh: eval "`ctxd hook tcsh`"   in ~/.tcshrc
     elvish: eval (ctxd hook elvish | slurp)   in ~/.config/elvish/rc.elv
+    xonsh: execx($(ctxd hook xonsh))   in ~/.xonshrc
 
     It also refreshes the copy that the lines `ctxd setup` writes load
     at shell start without starting ctxd.

@@ -6,7 +6,7 @@ shell modules are loaded on demand.
 
 from ctxd.errors import UsageError
 
-SUPPORTED = ("bash", "zsh", "fish", "tcsh", "elvish")
+SUPPORTED = ("bash", "zsh", "fish", "tcsh", "elvish", "xonsh")
 
 
 def get_shell(name):
@@ -30,4 +30,8 @@ def get_shell(name):
         from ctxd.shells.elvish import Elvish
 
         return Elvish()
+    if name == "xonsh":
+        from ctxd.shells.xonsh import Xonsh
+
+        return Xonsh()
     raise UsageError(f"unsupported shell {name!r} (supported: {', '.join(SUPPORTED)})")
