@@ -30,18 +30,22 @@ def export_main(argv=None):
     if len(argv) != 1 or argv[0] in ("-h", "--help"):
         sys.stderr.write(USAGE)
         sys.exit(2)
-    from ctxd.boundary import cli_exit, failure, say
     from ctxd.shells import get_shell
 
+    # ctxd.boundary only on the way out of an error: every cd pays for what is imported here
     try:
         shell = get_shell(argv[0])
     except Exception as e:
+        from ctxd.boundary import cli_exit
+
         sys.exit(cli_exit(e, "export"))
     try:
         from ctxd.activation.export import export
 
         code, status = export(shell, os.environ)
     except (Exception, KeyboardInterrupt) as e:  # never a traceback into the user's prompt
+        from ctxd.boundary import failure, say
+
         f = failure(e, "export")
         if f.quiet or isinstance(e, KeyboardInterrupt):  # no code printed: the shell stays as it was
             if not f.quiet:
