@@ -15,19 +15,23 @@ _ctxd_cmd=(@CTXD_COMMAND@)
 _ctxd_nl=$'\n'
 \builtin export _CTXD_HOOK=bash  # for `ctxd doctor` (a child process cannot see shell functions)
 
+# Status 0 when the directory $_ctxd_d holds a marker: one [[ ]] naming each
+# of _ctxd_markers (generated from the same list), twice as fast as a loop.
+_ctxd_has_marker() {
+  [[ @CTXD_MARKER_TEST@ ]]
+}
+
 # Nearest directory at or above $PWD holding a marker -> _ctxd_r ("" if none).
 _ctxd_find_root() {
-  \builtin local _ctxd_d="$PWD" _ctxd_m _ctxd_more=1
+  \builtin local _ctxd_d="$PWD" _ctxd_more=1
   _ctxd_r=
   while [[ -n $_ctxd_more ]]; do
     # "" stands for / once the last component is gone
     [[ -z $_ctxd_d || $_ctxd_d == / ]] && _ctxd_more=
-    for _ctxd_m in "${_ctxd_markers[@]}"; do
-      if [[ -e ${_ctxd_d}/${_ctxd_m} ]]; then
-        _ctxd_r=${_ctxd_d:-/}
-        \builtin return 0
-      fi
-    done
+    if _ctxd_has_marker; then
+      _ctxd_r=${_ctxd_d:-/}
+      \builtin return 0
+    fi
     _ctxd_d=${_ctxd_d%/*}
   done
   \builtin return 0

@@ -233,5 +233,10 @@ class Shell:
             text = f.read()
         return (
             text.replace("@CTXD_MARKERS@", " ".join(self.quote(m) for m in markers))
+            .replace("@CTXD_MARKER_TEST@", self.marker_test(markers))
             .replace("@CTXD_COMMAND@", " ".join(self.quote(w) for w in command))
         )
+
+    def marker_test(self, markers):
+        """Shell text for a template's @CTXD_MARKER_TEST@ (bash: one test of every marker)."""
+        return ""

@@ -87,6 +87,10 @@ class Bash(Shell):
     def quote(self, value):
         return ansi_c_quote(value)
 
+    def marker_test(self, markers):
+        # the inside of one [[ ]]: is any marker in $_ctxd_d (see _ctxd_has_marker)
+        return " || ".join(f"-e ${{_ctxd_d}}/{ansi_c_quote(m)}" for m in markers) or "-n ''"
+
     def set_var(self, name, value):
         check_name(name)
         check_value(name, value)
