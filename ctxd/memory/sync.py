@@ -40,6 +40,7 @@ Standard library only; git is run with a timeout and an explicit environment.
 import getpass
 import gzip
 import hashlib
+import itertools
 import json
 import os
 import random
@@ -87,7 +88,7 @@ class Git:
         self.root = root
         env = {k: v for k, v in (os.environ if environ is None else environ).items() if k not in _REDIRECTING}
         env.update(LC_ALL="C", LANGUAGE="C", GIT_OPTIONAL_LOCKS="0")
-        if not sys.stdin.isatty():
+        if not (sys.stdin is not None and sys.stdin.isatty()):
             env["GIT_TERMINAL_PROMPT"] = "0"  # a credential prompt nobody can answer would hang
         self.env = env
         try:
@@ -491,28 +492,34 @@ class Sync:
         r = self.store.redactor
         return r(text)[0] if r is not None and text else text
 
-    def pending_items(self):
-        """(items, marks) not sent yet: messages, facts, tombstones, tasks, handoffs."""
+    def pending_items(self, marks):
+        """Yield what was not sent yet: messages (read in batches, so a 100,000-message first
+        sync never holds them all), facts, tombstones, tasks, handoffs. *marks* (a dict) gets
+        what to record once they are on the ref: ids, tomb_hwm, sent."""
         st = self.store
         tomb_hwm = int(st.meta_get("sync_tomb_hwm", 0))
         outputs = st.meta_get("sync_outputs") == "1"
         st.assign_keys()
-        items, ids = [], []
+        ids = marks.setdefault("ids", [])
+        sent = marks.setdefault("sent", [])
+        marks["tomb_hwm"] = None
         for rows in st.unsent_rows():
             for r in rows:
-                items.append(self._msg_item(r, outputs))
+                yield self._msg_item(r, outputs)
                 ids.append(r["id"])
-        items += [dict(t="fact", key=f["key"], kind=f["tag"], priority=f["priority"])
-                  for f in st.kept_facts(ids, self.fact_priority) if f["tag"] in FACT_KINDS]
+        for f in st.kept_facts(ids, self.fact_priority):
+            if f["tag"] in FACT_KINDS:
+                yield dict(t="fact", key=f["key"], kind=f["tag"], priority=f["priority"])
         tombs = st.local_tombstones(tomb_hwm)
-        items += [dict(t="tomb", key=r["key"], ts=r["ts"]) for r in tombs]
-        tomb_upto = tombs[-1]["id"] if tombs else None
-        sent, digests = [], st.sent_digests()
+        for r in tombs:
+            yield dict(t="tomb", key=r["key"], ts=r["ts"])
+        marks["tomb_hwm"] = tombs[-1]["id"] if tombs else None
+        digests = st.sent_digests()
         for t in st.sync_tasks():  # received ones too: a note or a done here goes back
             t = self._task_view(t)
             digest = _sha(json.dumps(t, sort_keys=True))
             if digests.get(t["key"]) != digest:
-                items.append(dict(t, t="task"))
+                yield dict(t, t="task")
                 sent.append((t["key"], digest))
         private = {r["session"] for r in st.private_sessions()}
         for name, data in self._handoff_files():
@@ -525,9 +532,8 @@ class Sync:
                 continue
             if not isinstance(archive, dict) or archive.get("session_id") in private:
                 continue
-            items.append(dict(t="handoff", file=name, archive=archive))
+            yield dict(t="handoff", file=name, archive=archive)
             sent.append((key, digest))
-        return items, dict(ids=ids, tomb_hwm=tomb_upto, sent=sent)
 
     def _task_view(self, t):
         return dict(t, name=self._redact(t["name"]), notes=[dict(n, text=self._redact(n["text"])) for n in t["notes"]])
@@ -569,28 +575,31 @@ class Sync:
 
     def export(self):
         """Write what is new into segments on the local ref (one commit). (commit or None, blobs, items)."""
-        items, marks = self.pending_items()
-        if not items:
-            self.store.record_sent(ids=marks["ids"], tomb_hwm=marks["tomb_hwm"])
-            return None, 0, 0
         st = self.store
+        marks = {}
+        items = self.pending_items(marks)
+        chunk = list(itertools.islice(items, SEGMENT_ITEMS))
+        if not chunk:
+            st.record_sent(ids=marks["ids"], tomb_hwm=marks["tomb_hwm"])
+            return None, 0, 0
         _name, email = self.git.identity()
         machine_id = st.machine_id()
         header = dict(ctxd=MAGIC, format=FORMAT, author=email, machine=socket.gethostname(), machine_id=machine_id)
         adir = author_dir(email, machine_id)
-        blobs = []
-        for i in range(0, len(items), SEGMENT_ITEMS):
-            chunk = items[i:i + SEGMENT_ITEMS]
+        blobs, n_items, n_msgs = [], 0, 0
+        while chunk:
             data = encode_segment(header, chunk)
             oid = self.git.hash_blob(data)
             blobs.append((oid, f"segments/{adir}/{_sha(data)[:40]}.jsonl.gz", len(chunk), len(data)))
+            n_items += len(chunk)
+            n_msgs += sum(1 for it in chunk if it["t"] == "msg")
+            chunk = list(itertools.islice(items, SEGMENT_ITEMS))
         for _ in range(PUSH_ATTEMPTS):
             local = self.git.rev(REF)
             entries = self.git.ls_tree(local) if local else {}
             entries["FORMAT"] = self.git.hash_blob(FORMAT_BLOB)
             entries.update({path: oid for oid, path, _n, _b in blobs})
-            n_msgs = sum(1 for it in items if it["t"] == "msg")
-            msg = f"ctxd memory: {n_msgs} messages, {len(items) - n_msgs} other items from {email} ({header['machine']})"
+            msg = f"ctxd memory: {n_msgs} messages, {n_items - n_msgs} other items from {email} ({header['machine']})"
             commit = self.git.commit_tree(self.git.mktree(entries), [local] if local else [], msg)
             if self.git.update_ref(REF, commit, local):
                 break
@@ -599,7 +608,7 @@ class Sync:
         st.record_sent(ids=marks["ids"], tomb_hwm=marks["tomb_hwm"], sent=marks["sent"],
                        blobs=[(o, p, n) for o, p, n, _b in blobs])
         self.last_bytes = sum(b for *_x, b in blobs)
-        return commit, len(blobs), len(items)
+        return commit, len(blobs), n_items
 
     # -- import -------------------------------------------------------------------------
     def import_ref(self):
@@ -614,8 +623,10 @@ class Sync:
                if p.startswith("segments/") and o not in known]
         if not new:
             return stats
-        datas = self.git.cat_blobs(sorted({o for _p, o in new}))
-        decoded = []
+        datas = self.git.cat_blobs(sorted({o for _p, o in new}))  # compressed: ~220 bytes a message
+        # first pass: every tombstone (and the few other items) of every new segment, so a
+        # tombstone deletes its message whichever segment, read in whichever order, holds it
+        good, tombs, facts, tasks, handoffs = [], [], [], [], []
         for path, oid in new:
             try:
                 header, items, bad = decode_segment(datas.get(oid))
@@ -632,11 +643,22 @@ class Sync:
                 stats["bad_items"] += bad
             author = header.get("author") if isinstance(header.get("author"), str) else "?"
             machine = header.get("machine") if isinstance(header.get("machine"), str) else "?"
-            decoded.append((path, oid, author, machine, items))
-        tombs = [(it["key"], it["ts"], a) for _p, _o, a, _m, items in decoded for it in items if it["t"] == "tomb"]
+            good.append((path, oid, author, machine))
+            for it in items:
+                t = it["t"]
+                if t == "tomb":
+                    tombs.append((it["key"], it["ts"], author))
+                elif t == "fact":
+                    facts.append(it)
+                elif t == "task":
+                    tasks.append((it, author))
+                elif t == "handoff":
+                    handoffs.append(it)
+            del items
         stats["deleted"] = st.apply_tombstones(tombs)
-        facts, tasks, handoffs = [], [], []
-        for path, oid, author, machine, items in decoded:
+        # second pass: the messages, one segment (one transaction) at a time
+        for path, oid, author, machine in good:
+            _h, items, _bad = decode_segment(datas[oid])
             msgs = [it for it in items if it["t"] == "msg"]
             dead = st.tombstoned(it["key"] for it in msgs)
             rows = [dict(kind=it["kind"], role=it.get("role") if it.get("role") in ("user", "assistant", "system", "tool")
@@ -651,9 +673,6 @@ class Sync:
                 st.record_blob(oid, path, "imported", len(items))
             stats["messages"] += len(added)
             stats["blobs"] += 1
-            facts += [it for it in items if it["t"] == "fact"]
-            tasks += [(it, author) for it in items if it["t"] == "task"]
-            handoffs += [it for it in items if it["t"] == "handoff"]
         for it, author in tasks:
             st.upsert_task(dict(it, name=self._redact(it["name"]), finished=it.get("finished"),
                                 notes=[dict(n, text=self._redact(n["text"])) for n in it["notes"]]), author)
