@@ -437,6 +437,7 @@ def test_one_clear_line_for_each_repository_problem(world, tmp_path):
     plain.dir.mkdir()
     p = plain.ctxd("sync", "init", check=4)
     assert "not in a git repository" in p.stderr and p.stderr.count("\n") == 1
+    assert not plain.memory().exists()  # nothing recorded, no store made to say so
     # a repository without a remote (and without a commit)
     lone = Clone(tmp_path, "lone", None, clone=False)
     git("init", "-q", str(lone.dir))

@@ -369,6 +369,7 @@ class Sync:
     def init(self, remote=None, outputs=False):
         if self.mem.settings.get("share") == "off":
             raise ConfigError('.contextrc [context] share = "off" keeps this project\'s memory here; remove it first')
+        self.git  # not a git repository: say so before recording anything  # noqa: B018
         if remote is not None:
             self._check_remote(remote)
         st = self.store
