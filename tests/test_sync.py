@@ -205,11 +205,8 @@ def test_every_order_converges_to_one_store_without_duplicates(world, order):
 
 def test_the_same_import_on_both_sides_is_one_message(world):
     """Both machines imported the same real transcript: the store's own dedup keys match."""
-    src = "/work/shared/data/real-transcripts"
-    path = next((os.path.join(dp, f) for dp, _d, fs in os.walk(src) for f in sorted(fs)
-                 if f.endswith(".jsonl") and "claude" in dp.lower()), None)
-    if path is None:
-        pytest.skip("no real Claude transcript in ../shared/data/real-transcripts")
+    # a public Claude Code transcript (a copy from ../shared/data/real-transcripts)
+    path = os.path.join(os.path.dirname(__file__), "contracts", "real", "claude", "daaain", "session_b.jsonl")
     a, b = world("a"), world("b")
     for who in (a, b):
         with who.memory() as mem:
