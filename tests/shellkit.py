@@ -18,7 +18,7 @@ import pytest
 
 SHELLS = ("bash", "zsh", "fish")
 # tcsh and elvish from Debian; xonsh (PyPI) and nushell (npm) into ~/.cache/ctxd-ci by .ci/run
-MORE_SHELLS = ("tcsh", "elvish", "xonsh")  # nu: next
+MORE_SHELLS = ("tcsh", "elvish", "xonsh", "nu")
 PROMPT = "CTXDPROMPT>"
 CI_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "ctxd-ci")
 CACHED = {  # where .ci/run installs the shells that are not Debian packages
@@ -115,6 +115,8 @@ class ShellSession:
                 # prompt and reads the reply from stdin: type only once it shows
                 self.child.expect_exact(PROMPT, timeout=60)
             else:
+                if shell == "nu":
+                    self._expect(">")  # nu's first prompt (its default one), after its queries
                 self.child.sendline(MORE_SETUP[shell])
         else:
             self.child.sendline(f"function fish_prompt; printf '{PROMPT}'; end; function fish_right_prompt; end; "
@@ -124,6 +126,10 @@ class ShellSession:
             self.install_hook()
 
     def install_hook(self):
+        if self.shell == "nu":  # nu sources only files that exist when the line is parsed
+            f = os.path.join(self.home, "ctxd-hook.nu")
+            out = self.run(f"ctxd hook nu | save -f {more_literal('nu', f)}")
+            return out + self.run(f"source {more_literal('nu', f)}")
         if self.shell == "fish":
             return self.run("ctxd hook fish | source")
         if self.shell in MORE_SHELLS:
@@ -136,6 +142,8 @@ class ShellSession:
             return self._run_one_line(command, timeout)
         if self.shell == "xonsh":
             return self._run_then_sync(command, timeout)
+        if self.shell == "nu":
+            return self._run_then_sync(command, timeout, start="^printf '__START_%s__\\n' {tag}; ")
         self._n += 1
         tag = uuid.uuid4().hex[:8]
         end = f"__END_{tag}_{self._n}__"
@@ -169,22 +177,42 @@ class ShellSession:
         out = re.sub("\u23ce *", "", out)  # the editor's missing-newline mark before a prompt
         return "\n".join(l.rstrip(" ") for l in out.split("\n") if PROMPT not in l).strip("\n ")
 
-    def _run_then_sync(self, command, timeout=None):
+    def _expect(self, pattern, timeout=None):
+        """expect_exact(pattern); answers the cursor-position queries (ESC[6n)
+        nushell's line editor sends before each prompt and waits for. Returns
+        everything before *pattern*."""
+        if self.shell != "nu":
+            self.child.expect_exact(pattern, timeout=timeout or self.timeout)
+            return self.child.before
+        seen = []
+        while True:
+            i = self.child.expect_exact([pattern, "\x1b[6n"], timeout=timeout or self.timeout)
+            seen.append(self.child.before)
+            if i == 0:
+                return "".join(seen)
+            self.child.send("\x1b[1;1R")
+
+    def _run_then_sync(self, command, timeout=None, start=None):
         """xonsh reads typed-ahead lines before its pre-prompt event fires, so
         the command goes alone; its output is what comes before the next
-        prompt (the prompt hook's included), then an end marker syncs."""
+        prompt (the prompt hook's included), then an end marker syncs. With
+        *start* (nushell, whose editor redraws the line in colour), a start
+        marker printed first on the same line says where the output begins."""
         self._n += 1
         tag = f"{uuid.uuid4().hex[:8]}_{self._n}"
-        self.child.sendline(command)
-        self.child.expect_exact(PROMPT, timeout=timeout or self.timeout)
-        out = ANSI.sub("", self.child.before).replace("\r\n", "\n").replace("\r", "")
-        self.child.sendline(f"printf '__END_%s__\\n' '{tag}'")
-        self.child.expect_exact(f"__END_{tag}__", timeout=timeout or self.timeout)
-        self.child.expect_exact(PROMPT, timeout=timeout or self.timeout)
+        self.child.sendline((start.format(tag=tag) if start else "") + command)
+        if start:
+            self._expect(f"__START_{tag}__", timeout)
+        out = ANSI.sub("", self._expect(PROMPT, timeout)).replace("\r\n", "\n").replace("\r", "")
+        end = f"^printf '__END_%s__\\n' '{tag}'" if self.shell == "nu" else f"printf '__END_%s__\\n' '{tag}'"
+        self.child.sendline(end)
+        self._expect(f"__END_{tag}__", timeout)
+        self._expect(PROMPT, timeout)
         lines = out.split("\n")
-        if lines and lines[0].strip() == command.strip().split("\n")[0].strip():
+        if not start and lines and lines[0].strip() == command.strip().split("\n")[0].strip():
             lines = lines[1:]  # the echo of the typed line
-        return "\n".join(lines).strip("\n")
+        out = re.sub("\u23ce *", "", "\n".join(l.rstrip(" ") for l in lines))
+        return out.strip("\n ")
 
     def cd(self, path):
         if self.shell in MORE_SHELLS:
@@ -212,7 +240,7 @@ class ShellSession:
         var = {"fish": "$status", "tcsh": "$status", "nu": "$env.LAST_EXIT_CODE",
                "xonsh": "@(__xonsh__.history[-1].rtn)"}.get(self.shell, "$?")
         self.child.sendline(command)
-        self.child.expect_exact(PROMPT)
+        self._expect(PROMPT)
         return int(self.run(f"echo STATUS={var}").split("STATUS=")[1].split()[0])
 
     def close(self):
@@ -257,7 +285,7 @@ MORE_INSTALL = {
     "tcsh": 'eval "`ctxd hook tcsh`"',
     "elvish": "eval (ctxd hook elvish | slurp)",
     "xonsh": "execx($(ctxd hook xonsh))",
-    "nu": "ctxd hook nu | save -f $'($nu.temp-path)/ctxd-hook.nu'; source-env $'($nu.temp-path)/ctxd-hook.nu'",
+    "nu": "(see ShellSession.install_hook)",
 }
 
 
@@ -272,11 +300,9 @@ def more_literal(shell, s):
     return json.dumps(s)  # nu's double-quoted strings take JSON's escapes
 
 
-ANSI = re.compile(r"\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07]*\x07|[()][0-9A-B]|[=>78])")
+ANSI = re.compile(r"\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[()][0-9A-B]|[=>78])")
 ONE_LINE = {
     # an exception in the command is printed and does not stop the end marker
     "elvish": lambda cmd, tag: (f'printf "__START_%s__\\n" {tag}; try {{ {cmd} }} catch e {{ echo (repr $e[reason]) }}; '
                                 f'printf "__END_%s__\\n" {tag}'),
-    "nu": lambda cmd, tag: (f"^printf '__START_%s__\\n' {tag}; try {{ {cmd} }} catch {{|e| print $e.msg }}; "
-                            f"^printf '__END_%s__\\n' {tag}"),
 }

@@ -37,8 +37,11 @@ def representable(shell, value):
 
 def path_entry_kept(shell, entry):
     """xonsh expands a leading ~ and $VAR in every PATH entry itself, whoever
-    set it ($EXPAND_ENV_VARS, on by default): such entries are xonsh's to change."""
-    return not (shell == "xonsh" and (entry.startswith("~") or "$" in entry))
+    set it ($EXPAND_ENV_VARS, on by default), and nu a leading ~ (when it
+    hands PATH to a child): such entries are the shell's to change."""
+    if shell == "xonsh":
+        return not (entry.startswith("~") or "$" in entry)
+    return not (shell == "nu" and entry.startswith("~"))
 
 
 @pytest.fixture(params=SHELLS)
@@ -53,7 +56,7 @@ def eval_like_hook(shell, filename):
         "tcsh": f"source ./{filename}",
         "elvish": f"eval &ns=$ctxd-ns (slurp < ./{filename})",  # the hook's namespace: see shell/ctxd.elv
         "xonsh": f"execx(open('./{filename}', encoding='utf-8', errors='surrogateescape').read(), 'exec', ctxd_ns)",
-        "nu": f"source-env ./{filename}",
+        "nu": f"_ctxd_apply (open --raw ./{filename})",  # the hook's own applier (shell/ctxd.nu)
     }[shell]
 
 
@@ -79,13 +82,13 @@ CALL_RESTORE = {
     "tcsh": "printf '%s\\n' $_ctxd_restore:q > restore.code; source restore.code",
     "elvish": "$ctxd-restore",
     "xonsh": "ctxd_ns['_ctxd_restore']()",
-    "nu": "do --env $env._CTXD_RESTORE",
+    "nu": "_ctxd_restore_now",
 }
 DEFINED = {
     "tcsh": f"if ( $?_ctxd_restore ) {TOUCH_BIN} STILL",
     "elvish": f"if (not-eq $ctxd-restore $nil) {{ {TOUCH_BIN} STILL }}",
     "xonsh": f"if ctxd_ns.get('_ctxd_restore'): ![{TOUCH_BIN} STILL]",
-    "nu": f"if '_CTXD_RESTORE' in $env {{ ^{TOUCH_BIN} STILL }}",
+    "nu": f"if $env._CTXD_NU.restore != null {{ ^{TOUCH_BIN} STILL }}",
 }
 
 
@@ -104,6 +107,13 @@ def run_shell(shell, path, d, lines, env=None, locale="C.UTF-8"):
     import subprocess
 
     lines = PRELUDE.get(shell, []) + lines
+    if shell == "nu":  # the real hook, for its JSON applier and restore (nu cannot evaluate a string)
+        from ctxd.activation.detectors import all_markers
+        from ctxd.shells.base import export_command
+
+        with open(os.path.join(d, "ctxd-hook.nu"), "w", encoding="utf-8") as f:
+            f.write(get_shell("nu").hook(all_markers(), export_command()))
+        lines = ["source ./ctxd-hook.nu"] + lines
     script = os.path.join(d, "driver")
     with open(script, "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
@@ -186,7 +196,8 @@ def test_sentinel_check_can_fail(sh):
     shell, path = sh
     with scratch() as d:
         write_code(d, "code", NAIVE[shell] + "\n")
-        r = run_shell(shell, path, d, [eval_like_hook(shell, "code")])
+        # nu cannot evaluate a string: a naive export would be nu code to source
+        r = run_shell(shell, path, d, ["source ./code" if shell == "nu" else eval_like_hook(shell, "code")])
         assert r.returncode == 0, explain(r)
         assert os.path.exists(os.path.join(d, SENTINEL))
 
@@ -254,12 +265,17 @@ def test_if_value_runs_only_on_exact_match(sh, cases, locale):
     s = get_shell(shell)
     cases = [(a, e) for a, e in cases if all(v is None or representable(shell, v) for v in (a, e))] or [(None, None)]
     env = {f"CTXD_T{i}": os.fsencode(actual) for i, (actual, _) in enumerate(cases) if actual is not None}
-    stmts = [s.if_value(f"CTXD_T{i}", expected, touch(shell, f"HIT{i}")) for i, (_, expected) in enumerate(cases)]
+    if shell == "nu":  # a statement is a JSON operation there: set a variable, then look
+        stmts = [s.if_value(f"CTXD_T{i}", e, s.set_var(f"CTXD_HIT{i}", "1")) for i, (_, e) in enumerate(cases)]
+    else:
+        stmts = [s.if_value(f"CTXD_T{i}", expected, touch(shell, f"HIT{i}")) for i, (_, expected) in enumerate(cases)]
     with scratch() as d:
         write_code(d, "define.code", s.join([s.define_restore(stmts)]))
         write_code(d, "drop.code", s.join([s.drop_restore()]))
         lines = [eval_like_hook(shell, "define.code"), CALL_RESTORE[shell], eval_like_hook(shell, "drop.code"),
                  DEFINED[shell]]
+        if shell == "nu":
+            lines += [f"if 'CTXD_HIT{i}' in $env {{ ^{TOUCH_BIN} HIT{i} }}" for i in range(len(cases))]
         r = run_shell(shell, path, d, lines, env=env, locale=locale)
         assert r.returncode == 0 and not r.stderr, explain(r)
         assert not os.path.exists(os.path.join(d, SENTINEL))

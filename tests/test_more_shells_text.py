@@ -23,9 +23,10 @@ SHOW_VAR = {  # the shell variable's value into a file ("" when unset)
     "tcsh": lambda v, out: f"if ( $?{v} ) printf '%s' ${v}:q > {out}",
     "elvish": lambda v, out: f"if (has-key $flags {v}) {{ print $flags[{v}] > {out} }}",  # the hook's own flag
     "xonsh": lambda v, out: f"open('{out}', 'w').write(ctxd_ns.get('{v}', ''))",
+    "nu": lambda v, out: f"if '{v}' in $env._CTXD_NU.flags {{ $env._CTXD_NU.flags.{v} | save -f --raw {out} }}",
 }
-# elvish's and xonsh's drop-state command is the hook's own function: tests/e2e/test_e2e_more_shells.py
-DROP_IN_SCRIPT = [s for s in SHELLS if s not in ("elvish", "xonsh")]
+# elvish's, xonsh's and nu's drop-state command is the hook's own function: tests/e2e/test_e2e_more_shells.py
+DROP_IN_SCRIPT = [s for s in SHELLS if s not in ("elvish", "xonsh", "nu")]
 
 
 def test_every_new_shell_is_registered():

@@ -87,6 +87,7 @@ def test_install_lines_and_rc_files():
         ("~/.tcshrc", 'eval "`ctxd hook tcsh`"'),
         ("~/.config/elvish/rc.elv", "eval (ctxd hook elvish | slurp)"),
         ("~/.xonshrc", "execx($(ctxd hook xonsh))"),
+        ("~/.config/nushell/config.nu", "ctxd hook nu | save -f ($nu.user-autoload-dirs | first | path join ctxd.nu)"),
     ]
     for s in SUPPORTED:
         sh = get_shell(s)

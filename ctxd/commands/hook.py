@@ -89,7 +89,7 @@ def write_cache(sh, text, environ=None):
 @click.command()
 @click.argument("shell", required=False)
 def hook(shell):
-    """Print the hook script for SHELL (bash, zsh or fish; detected if omitted).
+    """Print the hook script for SHELL (bash, zsh, fish, tcsh, elvish, xonsh or nu; detected if omitted).
 
     \b
     bash: eval "$(ctxd hook bash)"   in ~/.bashrc
@@ -98,6 +98,7 @@ def hook(shell):
     tcsh: eval "`ctxd hook tcsh`"   in ~/.tcshrc
     elvish: eval (ctxd hook elvish | slurp)   in ~/.config/elvish/rc.elv
     xonsh: execx($(ctxd hook xonsh))   in ~/.xonshrc
+    nu:   ctxd hook nu | save -f ($nu.user-autoload-dirs | first | path join ctxd.nu)   once; ctxd setup refreshes it from ~/.config/nushell/config.nu
 
     It also refreshes the copy that the lines `ctxd setup` writes load
     at shell start without starting ctxd.

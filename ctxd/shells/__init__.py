@@ -6,7 +6,7 @@ shell modules are loaded on demand.
 
 from ctxd.errors import UsageError
 
-SUPPORTED = ("bash", "zsh", "fish", "tcsh", "elvish", "xonsh")
+SUPPORTED = ("bash", "zsh", "fish", "tcsh", "elvish", "xonsh", "nu")
 
 
 def get_shell(name):
@@ -34,4 +34,8 @@ def get_shell(name):
         from ctxd.shells.xonsh import Xonsh
 
         return Xonsh()
+    if name in ("nu", "nushell"):
+        from ctxd.shells.nu import Nu
+
+        return Nu()
     raise UsageError(f"unsupported shell {name!r} (supported: {', '.join(SUPPORTED)})")
