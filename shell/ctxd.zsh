@@ -122,7 +122,16 @@ _ctxd_hook() {
   \builtin local _ctxd_status=$?
   \builtin emulate -L zsh
   \builtin local _ctxd_r _ctxd_done=1
-  _ctxd_find_root
+  # A cd runs the root walk once: chpwd walks, and the precmd right after it
+  # (zsh_eval_context is just "shfunc" there) reuses that walk; later prompts
+  # walk again, to notice a marker created meanwhile.
+  if [[ ${(j: :)zsh_eval_context} == shfunc ]]; then
+    if [[ ${_ctxd_walked-} == "$PWD" ]]; then _ctxd_r=${_ctxd_walked_r-}; else _ctxd_find_root; fi
+    \builtin unset _ctxd_walked
+  else
+    _ctxd_find_root
+    \builtin typeset -g _ctxd_walked=$PWD _ctxd_walked_r=$_ctxd_r
+  fi
   # a changed DIRENV_DIFF (direnv loaded, reloaded or unloaded) asks ctxd too:
   # a reload reverts PATH to direnv's snapshot, which may predate ctxd's entries
   if [[ ${_ctxd_init-} == 1 && $_ctxd_r == "${_ctxd_root-}" && ${CTXD_STATE-} == "${_ctxd_seen-}" \

@@ -11,7 +11,9 @@ an edited .contextrc, new trust, another git branch, a variable the
 
 import os
 
-from e2ekit import cd, comparable, make_wrapper, output_lines, path_list, plain_dir, python_project, runs, \
+import pytest
+
+from e2ekit import cd, comparable, make_wrapper, output_lines, path_list, plain_dir, python_project, quote, runs, \
     set_var, wrap_command
 from test_e2e_contextrc import git, write_rc
 
@@ -180,25 +182,25 @@ def test_on_enter_commands_always_run(shell, sessions, tmp_path):
         cd(s, a)
 
 
-def test_fish_walks_once_per_cd(sessions, tmp_path):
-    """The PWD event walks up from the new directory; the prompt right after it
-    reuses that walk (the prompts after it walk again, as bash does on every
-    prompt, to notice a marker created meanwhile)."""
+@pytest.mark.parametrize("shell", ["zsh", "fish"])
+def test_a_cd_walks_once(shell, sessions, tmp_path):
+    """The cd event (zsh chpwd, fish PWD) walks up from the new directory; the
+    prompt right after it reuses that walk (the prompts after it walk again,
+    as bash does on every prompt, to notice a marker created meanwhile)."""
     a = plain_dir(tmp_path / "a")
     b = plain_dir(tmp_path / "b")
-    s = sessions("fish")
-    s.run("functions -c __ctxd_find_root __ctxd_walk; "
-          "function __ctxd_find_root; set -a walks $PWD; __ctxd_walk; end")
-    # run() types the line, then a printf line: PWD a, PWD b, the prompt after
+    s = sessions(shell)
+    if shell == "fish":
+        s.run("functions -c __ctxd_find_root __ctxd_walk; "
+              "function __ctxd_find_root; set -a walks $PWD; __ctxd_walk; end")
+    else:
+        s.run("functions -c _ctxd_find_root _ctxd_walk; "
+              "_ctxd_find_root() { walks+=(\"$PWD\"); _ctxd_walk; }")
+    # run() types the line, then a printf line: cd a, cd b, the prompt after
     # the line (no walk), the prompt after the printf (one walk in b)
-    s.run(f"set -g walks; cd {quote_fish(a)}; cd {quote_fish(b)}")
+    reset = "set -g walks" if shell == "fish" else "walks=()"
+    s.run(f"{reset}; cd {quote(shell, a)}; cd {quote(shell, b)}")
     assert s.run('printf "%s\\n" $walks').splitlines() == [a, b, b]
     # and a marker made right after a cd is noticed at the next prompt
-    s.run(f"set -g walks; cd {quote_fish(a)}; touch Makefile")
+    s.run(f"{reset}; cd {quote(shell, a)}; touch Makefile")
     assert s.run("echo root=$CTXD_ROOT") == f"root={a}"
-
-
-def quote_fish(path):
-    from e2ekit import quote
-
-    return quote("fish", str(path))
