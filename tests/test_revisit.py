@@ -21,7 +21,8 @@ def test_dollar_names():
 def project(tmp_path, rc):
     proj = tmp_path / "proj"
     (proj / ".venv" / "bin").mkdir(parents=True)
-    (proj / ".venv" / "bin" / "activate").write_text("# venv\n")
+    # as venv writes it (in part): names the shell's own PS1
+    (proj / ".venv" / "bin" / "activate").write_text('_OLD_VIRTUAL_PS1="${PS1:-}"\nPS1="(proj) ${PS1:-}"\n')
     (proj / "pyproject.toml").write_text("[project]\nname = 'p'\n")
     (proj / ".contextrc").write_text(rc)
     r = subprocess.run([CTXD, "allow", str(proj)], capture_output=True, text=True)
@@ -49,3 +50,16 @@ def test_no_replay_with_on_enter_or_on_leave_or_inside(tmp_path):
     t = transition(env, proj)
     assert not revisit.cacheable(t) and revisit.check_pairs(env, t, set()) is None
     assert get_shell("bash").revisit_var not in render(get_shell("bash"), env, t)
+
+
+def test_a_variable_an_env_file_expands_is_in_the_test(tmp_path):
+    proj = project(tmp_path, '[env]\nfiles = [".env"]\n')
+    with open(os.path.join(proj, ".env"), "w") as f:
+        f.write("CT_URL=https://${CT_HOST:-localhost}/x\n")
+    env = dict(os.environ, PWD=proj)
+    t = transition(env, proj)
+    assert t.target.get("CT_URL") == "https://localhost/x", t.warnings
+    names = {n for n, _ in revisit.check_pairs(env, t, set())}
+    assert "CT_HOST" in names
+    # a venv's activate script is watched, its $PS1 (a shell's own variable) is no input
+    assert "PS1" not in names

@@ -60,21 +60,29 @@ def check_pairs(environ, t, names):
 
 
 def referenced(plan):
-    """Names a trusted .contextrc (or a watched .env file) may expand with ${NAME}; None if unreadable."""
+    """Names any ${NAME} in a file the plan's values come from may expand (a
+    .contextrc, an [env] files entry); None when one cannot be read. More
+    names than needed only make the test longer (or, for a name the shell has
+    as an unexported variable, fail it: ctxd then runs, as without the cache)."""
     import os
 
+    # the .contextrc files, and the files values came from ([env] files): not every
+    # watched file (a venv's activate script names PS1, which the shell has unexported)
     paths = [p for p, _status, _err in plan.files]
-    paths += [p for p in plan.watch if os.path.basename(p).startswith(".env")]
+    paths += [s[2] for s in plan.sets if len(s) > 2 and isinstance(s[2], str) and s[2].startswith("/")]
     found = set()
     for path in dict.fromkeys(paths):
         try:
+            if not os.path.isfile(path):
+                continue
             with open(path, "rb") as f:
-                data = f.read()
+                data = f.read(1 << 20)
         except FileNotFoundError:
             continue
         except OSError:
             return None
-        found.update(dollar_names(data.decode("utf-8", "replace")))
+        if b"$" in data:
+            found.update(dollar_names(data.decode("utf-8", "replace")))
     return found
 
 
