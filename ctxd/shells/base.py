@@ -72,7 +72,7 @@ def export_command():
 
 
 def hook_cache_file(shell_name, environ=None):
-    """Where the start-up copy of the hook for *shell_name* lives (see ctxd.commands.hook)."""
+    """Where the start-up copy of the hook for *shell_name* lives (see ctxd.shells.hookfile)."""
     from ctxd import paths
 
     return os.path.join(paths.cache_dir(environ), "hook", f"ctxd.{shell_name}")
@@ -119,7 +119,7 @@ class Shell:
         the console script as a fallback (*ctxd_path*; default: this one), and
         that drops an inherited project environment when ctxd cannot run.
         First of all it sources *hook_file* (default: this user's start-up copy
-        of the hook, see ctxd.commands.hook), which starts no process and
+        of the hook, see ctxd.shells.hookfile), which starts no process and
         stands down when it is not current."""
         if ctxd_path is None:
             ctxd_path = console_script()
