@@ -161,8 +161,10 @@ def hook_from(src, shell, tmp):
     """The hook text a ctxd checkout at *src* renders (its export runs from there too)."""
     code = ("import sys; sys.path.insert(0, sys.argv[1]); sys.argv[1:] = ['hook', sys.argv[2]]; "
             "from ctxd._entry import main; main()")
+    # the bench's HOME: `ctxd hook` also writes its start-up copy, never into the user's cache
+    env = dict(shellkit.base_env(tmp), PATH=os.environ.get("PATH", ""))
     text = subprocess.run([sys.executable, "-c", code, src, shell], capture_output=True,
-                          text=True, check=True).stdout
+                          text=True, check=True, env=env).stdout
     path = os.path.join(tmp, f"hook.{shell}")
     with open(path, "w") as f:
         f.write(text)
