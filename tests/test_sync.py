@@ -674,3 +674,15 @@ def test_a_task_continued_on_the_other_machine_goes_back(world):
     # settled: nothing goes back and forth
     a.sync(), b.sync()
     assert a.push()["commit"] is None and b.push()["commit"] is None
+
+
+from hypothesis import given, settings, strategies as hs  # noqa: E402
+
+
+@settings(max_examples=150, deadline=None)
+@given(hs.lists(hs.tuples(hs.text(min_size=1), hs.text(), hs.text(), hs.floats(0, 2e9)), max_size=20))
+def test_any_text_round_trips_through_a_segment(rows):
+    header = dict(ctxd=sync_mod.MAGIC, format=1, author="a@example.com", machine="m", machine_id="x")
+    items = [dict(t="msg", key=k, kind="reply", content=c, session=s, ts=ts, source="cli") for k, c, s, ts in rows]
+    _h, got, bad = sync_mod.decode_segment(sync_mod.encode_segment(header, items))
+    assert got == items and bad == 0
