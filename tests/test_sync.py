@@ -157,9 +157,11 @@ def test_segments_round_trip_and_bad_bytes_are_named():
         assert why in e.value.message
     # a bad line is counted and skipped, the good ones are read
     mixed = gzip.compress(b'{"ctxd": "memory-segment", "format": 1}\n{"t": "msg"}\nnot json\n'
-                          b'{"t": "tomb", "key": "k", "ts": 1}\n')
+                          b'{"t": "tomb", "key": "k", "ts": 1}\n{"t": "tomb", "key": "k2", "ts": NaN}\n'
+                          b'{"t": "msg", "key": "k3", "kind": "prompt", "content": "x", "ts": 1, "importance": 7}\n'
+                          b'{"t": "msg", "key": "k4", "kind": "thought", "content": "x", "ts": 1}\n')
     _h, got, bad = sync_mod.decode_segment(mixed)
-    assert got == [dict(t="tomb", key="k", ts=1)] and bad == 2
+    assert got == [dict(t="tomb", key="k", ts=1)] and bad == 5
     # a gzip bomb is refused, not inflated into memory
     bomb = zlib.compressobj(9, zlib.DEFLATED, 31)
     big = bomb.compress(b"\0" * (sync_mod.MAX_SEGMENT + 1024)) + bomb.flush()

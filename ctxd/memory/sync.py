@@ -42,6 +42,7 @@ import gzip
 import hashlib
 import itertools
 import json
+import math
 import os
 import random
 import socket
@@ -298,7 +299,8 @@ def _valid(item):
 
     t = item.get("t")
     s = lambda k: isinstance(item.get(k), str)  # noqa: E731
-    num = lambda k: isinstance(item.get(k), (int, float)) and not isinstance(item.get(k), bool)  # noqa: E731
+    num = lambda k: (isinstance(item.get(k), (int, float)) and not isinstance(item.get(k), bool)  # noqa: E731
+                     and math.isfinite(item[k]))
     if t == "msg":
         return (s("key") and item["key"] and item.get("kind") in items_mod.KINDS and s("content") and num("ts")
                 and isinstance(item.get("session", ""), str) and isinstance(item.get("source", ""), str)
