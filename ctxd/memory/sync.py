@@ -312,7 +312,7 @@ def _valid(item):
         return s("key") and item.get("kind") in FACT_KINDS and num("priority")
     if t == "task":
         return (s("key") and s("name") and item.get("status") in ("open", "done") and num("started")
-                and isinstance(item.get("notes"), list)
+                and (item.get("finished") is None or num("finished")) and isinstance(item.get("notes"), list)
                 and all(isinstance(n, dict) and isinstance(n.get("text"), str) and isinstance(n.get("ts"), (int, float))
                         for n in item["notes"]))
     if t == "handoff":
