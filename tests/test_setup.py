@@ -61,3 +61,31 @@ def test_write_creates_fishs_config_directory(tmp_path, monkeypatch):
     assert r.returncode == 0 and r.stderr == ""
     text = (tmp_path / ".config" / "fish" / "config.fish").read_text()
     assert text == block("fish", tmp_path, monkeypatch)
+
+
+def test_the_startup_copy_stays_with_the_install_on_path(tmp_path):
+    """Two installs: a plain `ctxd hook` of the one not first on PATH (a project
+    venv's, say) leaves the other's copy alone; the one on PATH, or `ctxd setup
+    --write`, writes its own."""
+    copy = tmp_path / ".cache" / "ctxd" / "hook" / "ctxd.bash"
+    copy.parent.mkdir(parents=True)
+    other = "# interpreter: /bin/sh\n# the other install's copy\n"
+    env = dict(os.environ, HOME=str(tmp_path), XDG_CACHE_HOME=str(tmp_path / ".cache"))
+
+    def hook(path):
+        r = subprocess.run([CTXD, "hook", "bash"], env=dict(env, PATH=path), capture_output=True, text=True)
+        assert r.returncode == 0 and r.stdout, r.stderr
+
+    copy.write_text(other)
+    hook("/usr/bin:/bin")  # this ctxd is not on PATH
+    assert copy.read_text() == other
+    hook(os.path.dirname(CTXD) + ":/usr/bin:/bin")  # it is
+    assert copy.read_text().startswith(f"# interpreter: {sys.executable}\n")
+    copy.write_text(other)
+    r = setup(tmp_path, "--shell", "bash", "--write")
+    assert r.returncode == 0, r.stderr
+    assert copy.read_text().startswith(f"# interpreter: {sys.executable}\n")
+    # a copy whose interpreter is gone is anyone's
+    copy.write_text("# interpreter: /nonexistent/python\n")
+    hook("/usr/bin:/bin")
+    assert copy.read_text().startswith(f"# interpreter: {sys.executable}\n")

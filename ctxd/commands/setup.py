@@ -47,7 +47,7 @@ def setup(shell, write):
 
     # the copy of the hook the lines source at shell start (no process): now,
     # so that the first new shell is already fast
-    write_cache(sh, hook_text(sh))
+    write_cache(sh, hook_text(sh), force=True)
     if present:
         click.echo(f"ctxd is already set up in {rc}")
         return

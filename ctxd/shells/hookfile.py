@@ -61,21 +61,53 @@ def sources(sh):
     return found
 
 
+INTERPRETER_LINE = "# interpreter: "
+
+
 def cached_hook(sh, text, path):
     """*text* behind the no-process check that it is still current (see module doc)."""
     import ctxd
 
-    return sh.cache_guard(dist_info(), sys.executable, sources(sh), path,
-                          f"{CACHE_HEADER} (ctxd {ctxd.__version__}): `ctxd hook {sh.name}` writes it") + text
+    return (INTERPRETER_LINE + sys.executable + "\n"
+            + sh.cache_guard(dist_info(), sys.executable, sources(sh), path,
+                             f"{CACHE_HEADER} (ctxd {ctxd.__version__}): `ctxd hook {sh.name}` writes it")
+            + text)
 
 
-def write_cache(sh, text, environ=None):
-    """Write the start-up copy of *text*; the path, or None when it cannot be written."""
+def another_install_owns(path, environ=None):
+    """Whether the copy at *path* belongs to another ctxd installation that
+    should keep it: its interpreter still exists and the `ctxd` first on PATH
+    is not this one (with two installs, the one on PATH wins, as when the rc
+    lines ran `ctxd hook` at every shell start)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            first = f.readline()
+    except OSError:
+        return False
+    if not first.startswith(INTERPRETER_LINE):
+        return False
+    other = first[len(INTERPRETER_LINE):].rstrip("\n")
+    if other == sys.executable or not os.path.exists(other):
+        return False
+    import shutil
+
+    env = os.environ if environ is None else environ
+    found = shutil.which("ctxd", path=env.get("PATH"))
+    ours = os.path.join(os.path.dirname(sys.executable), "ctxd")
+    return not (found and os.path.realpath(found) == os.path.realpath(ours))
+
+
+def write_cache(sh, text, environ=None, force=False):
+    """Write the start-up copy of *text*; the path, or None when it was not
+    written (cannot be, or another installation owns it and *force* is false:
+    `ctxd setup --write` forces, a plain `ctxd hook` does not)."""
     from ctxd.activation.fileio import atomic_write
 
     if not sh.hook_cache:
         return None
     path = cache_file(sh.name, environ)
+    if not force and another_install_owns(path, environ):
+        return None
     try:
         atomic_write(path, cached_hook(sh, text, path), mode=0o644)
     except OSError:
