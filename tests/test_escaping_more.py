@@ -260,6 +260,7 @@ def test_warn_prints_the_message_exactly_to_stderr(sh, messages, locale):
 @example(cases=[("*", "a"), ("a", "*"), ("[a]", "a"), ("!", "!"), ("(", "("), (")", ")")], locale="C.UTF-8")
 @example(cases=[("-n", "-n"), ("=", "="), ("-z", ""), ("a b", "a  b"), ("x\n", "x"), ("a\nb", "a\nb")],
          locale="C.UTF-8")
+@example(cases=[("", "-z"), ("-e", "-e"), ("", "-d"), ("!", "-f"), ("==", "=="), ("", "")], locale="C.UTF-8")
 def test_if_value_runs_only_on_exact_match(sh, cases, locale):
     shell, path = sh
     s = get_shell(shell)

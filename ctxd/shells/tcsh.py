@@ -126,8 +126,10 @@ class Tcsh(Shell):
         if value is None:
             return f"if ( ! $?{name} ) then\n{statement}\nendif"
         check_value(name, value)
-        # $X:q is one word whatever X holds (newlines too); == compares strings
-        return (f"if ( $?{name} ) then\nif ( ${name}:q == {self.quote(value)} ) then\n"
+        # $X:q is one word whatever X holds (newlines too); == compares
+        # strings; the x in front keeps a value like -z or an empty one from
+        # reading as an operator
+        return (f"if ( $?{name} ) then\nif ( x${name}:q == {self.quote('x' + value)} ) then\n"
                 f"{statement}\nendif\nendif")
 
     def hook(self, markers, command):
