@@ -305,3 +305,23 @@ def _setup_shell_without_ctxd(shell, home, env, cwd):
     s._expect(PROMPT)  # (nu: answering its line editor's cursor queries)
     s.run("echo ready")
     return s
+
+
+def test_an_edit_of_the_contextrc_applies_at_the_next_prompt(shell, sessions, tmp_path):
+    proj = python_project(tmp_path / "proj")  # a root without the .contextrc too
+    rc = os.path.join(proj, ".contextrc")
+    with open(rc, "w") as f:
+        f.write('[env]\nCT_FOO = "one"\n')
+    s = sessions(shell)
+    s.run("ctxd allow " + more_literal(shell, proj))
+    cd(s, proj)
+    assert s.env_dump()["CT_FOO"] == "one"
+    with open(rc, "w") as f:
+        f.write('[env]\nCT_FOO = "two"\nCT_BAR = "new"\n')
+    s.run("ctxd allow")
+    env = s.env_dump()
+    assert (env["CT_FOO"], env["CT_BAR"]) == ("two", "new")
+    os.unlink(rc)  # gone: its variables go at the next prompt, the project stays
+    s.run("echo x")
+    env = s.env_dump()
+    assert "CT_FOO" not in env and "CT_BAR" not in env and env["CTXD_ROOT"] == proj
