@@ -11,7 +11,10 @@
 const _CTXD_CMD = [@CTXD_COMMAND@]
 const _CTXD_MARKERS = [@CTXD_MARKERS@]
 $env._CTXD_HOOK = 'nu'  # for `ctxd doctor` (a child process cannot see shell functions)
-$env._CTXD_NU = ($env._CTXD_NU? | default {restore: null, failed: null, flags: {}})
+# restore: the undo operations; failed: the root a failed run was for; root and
+# seen: the last run's root and CTXD_STATE (no process while they hold and no
+# watched file changed)
+$env._CTXD_NU = ($env._CTXD_NU? | default {restore: null, failed: null, flags: {}, root: null, seen: null})
 
 # the nearest directory at or above $env.PWD holding a marker, or ''
 def _ctxd_find_root [] {
@@ -34,6 +37,26 @@ def _ctxd_get [name: string] {
   } else {
     let v = ($env | get $name)
     if ($v | describe | str starts-with 'list') { $v | str join (char esep) } else { $v }
+  }
+}
+
+def _ctxd_mtime [p: string] { ls -D $p | get 0.modified | into int }
+
+# whether a file CTXD_WATCH names appeared, went or is newer than its stamp
+def _ctxd_watch_changed [] {
+  let lines = ($env.CTXD_WATCH? | default '' | split row "\n")
+  let stamp = ($lines | first)
+  let stamp_ns = if $stamp != '' and ($stamp | path exists) { _ctxd_mtime $stamp } else { null }
+  $lines | skip 1 | any {|l|
+    let kind = ($l | str substring 0..<1)
+    let p = ($l | str substring 1..)
+    if $kind == '+' {
+      if not ($p | path exists) { true } else { $stamp != '' and ($stamp_ns == null or (_ctxd_mtime $p) > $stamp_ns) }
+    } else if $kind == '-' {
+      $p | path exists
+    } else {
+      false
+    }
   }
 }
 
@@ -84,19 +107,31 @@ def --env _ctxd_apply [text: string] {
 
 def --env _ctxd_hook [] {
   let r = (_ctxd_find_root)
+  let seen = ($env.CTXD_STATE? | default null)
+  let c = $env._CTXD_NU
+  if not ($c.root == $r and $c.seen == $seen and $c.root != null and not (_ctxd_watch_changed)) {
+    $env._CTXD_NU = ($env._CTXD_NU | upsert root null)
+    if (_ctxd_run $r) {
+      $env._CTXD_NU = ($env._CTXD_NU | upsert root $r | upsert seen ($env.CTXD_STATE? | default null))
+    }
+  }
+}
+
+# one export for root $r; false when ctxd was interrupted (nothing changed)
+def --env _ctxd_run [r: string] {
   let has_state = ('CTXD_STATE' in $env)
   if $r == '' and not $has_state {
     $env._CTXD_NU = ($env._CTXD_NU | upsert failed null)
-    return
+    return true
   }
-  if $env._CTXD_NU.failed == $r and not $has_state { return }  # a failed run for this root: wait for another
+  if $env._CTXD_NU.failed == $r and not $has_state { return true }  # a failed run for this root: wait for another
   $env._CTXD_NU = ($env._CTXD_NU | upsert failed null)
   let need = if $env._CTXD_NU.restore == null { '1' } else { '0' }
   let res = (_ctxd_export $need)
   if $res.rc > 128 {
     # killed by a signal: what it printed may be cut short, so none of it runs
     print -e 'ctxd: interrupted; the environment is unchanged (ctxd tries again at the next prompt)'
-    return
+    return false
   }
   let applied = (try { _ctxd_apply $res.out; true } catch { false })
   let rc = if ($res.rc == 0 and not $applied) { 1 } else { $res.rc }
@@ -116,6 +151,7 @@ def --env _ctxd_hook [] {
       $env._CTXD_NU = ($env._CTXD_NU | upsert failed $r)
     }
   }
+  true
 }
 
 # what `ctxd doctor` tells a user to type: undo ctxd's changes and drop its

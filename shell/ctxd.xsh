@@ -12,7 +12,9 @@ _ctxd_cmd = [@CTXD_COMMAND@]
 _ctxd_markers = [@CTXD_MARKERS@]
 __xonsh__.env['_CTXD_HOOK'] = 'xonsh'  # for `ctxd doctor` (a child process cannot see shell functions)
 _ctxd_ns = {'_ctxd_restore': None, '_ctxd_fast_leave': '0'}
-_ctxd_state = {'failed': None}
+# the last run's root and CTXD_STATE: the hook starts no process while they
+# hold and no watched file changed (kept in this shell only, never exported)
+_ctxd_state = {'failed': None, 'init': False, 'root': None, 'seen': None}
 
 
 def _ctxd_find_root():
@@ -26,6 +28,28 @@ def _ctxd_find_root():
         if parent == d:
             return ''
         d = parent
+
+
+def _ctxd_watch_changed():
+    """Whether a file CTXD_WATCH names appeared, went or is newer than its stamp."""
+    lines = (__xonsh__.env.get('CTXD_WATCH') or '').split('\n')
+    stamp = lines[0]
+    try:
+        stamp_ns = _ctxd_os.stat(stamp).st_mtime_ns if stamp else None
+    except OSError:
+        stamp_ns = None
+    for line in lines[1:]:
+        kind, p = line[:1], line[1:]
+        if kind == '+':
+            try:
+                m = _ctxd_os.stat(p).st_mtime_ns
+            except OSError:
+                return True
+            if stamp and (stamp_ns is None or m > stamp_ns):
+                return True
+        elif kind == '-' and _ctxd_os.path.exists(p):
+            return True
+    return False
 
 
 def _ctxd_restore_now():
@@ -60,17 +84,28 @@ def _ctxd_apply(code):
 def _ctxd_hook(**kwargs):
     r = _ctxd_find_root()
     has_state = 'CTXD_STATE' in __xonsh__.env
+    seen = __xonsh__.env.get('CTXD_STATE')
+    if (_ctxd_state['init'] and r == _ctxd_state['root'] and seen == _ctxd_state['seen']
+            and not _ctxd_watch_changed()):
+        return  # nothing can have changed: no process
+    _ctxd_state['init'] = False
+    if _ctxd_run(r, has_state):
+        _ctxd_state.update(init=True, root=r, seen=__xonsh__.env.get('CTXD_STATE'))
+
+
+def _ctxd_run(r, has_state):
+    """One export for root *r*; False when ctxd was interrupted (nothing changed)."""
     if not r and not has_state:
         _ctxd_state['failed'] = None
-        return
+        return True
     if _ctxd_state['failed'] is not None and _ctxd_state['failed'] == r and not has_state:
-        return  # a failed run for this root: wait quietly for another
+        return True  # a failed run for this root: wait quietly for another
     _ctxd_state['failed'] = None
     out, rc = _ctxd_export('0' if _ctxd_ns.get('_ctxd_restore') else '1')
     if rc > 128:
         # killed by a signal: what it printed may be cut short, so none of it runs
         _ctxd_os.write(2, b'ctxd: interrupted; the environment is unchanged (ctxd tries again at the next prompt)\n')
-        return
+        return False
     try:
         _ctxd_apply(out)
     except Exception:
@@ -90,6 +125,7 @@ def _ctxd_hook(**kwargs):
                 _ctxd_os.write(2, ('ctxd: the hook could not run ctxd (exit %s); project environment unloaded. '
                                    'Try: ctxd doctor\n' % rc).encode())
             _ctxd_state['failed'] = r
+    return True
 
 
 def _ctxd_drop_state():

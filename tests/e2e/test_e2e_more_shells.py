@@ -325,3 +325,49 @@ def test_an_edit_of_the_contextrc_applies_at_the_next_prompt(shell, sessions, tm
     s.run("echo x")
     env = s.env_dump()
     assert "CT_FOO" not in env and "CT_BAR" not in env and env["CTXD_ROOT"] == proj
+
+
+@pytest.mark.parametrize("shell", ["xonsh", "nu"])  # (tcsh and elvish ask ctxd at every prompt in a project)
+def test_no_process_while_nothing_changed(shell, sessions, tmp_path):
+    """The hook keeps the last run's root and state: prompts inside a project
+    start no process until a watched file changes or the root does."""
+    import stat
+
+    from ctxd.activation.detectors import all_markers
+    from ctxd.shells.base import export_command
+
+    py = python_project(tmp_path / "py")
+    out = plain_dir(tmp_path / "out")
+    log = tmp_path / "runs.log"
+    wrapper = tmp_path / "logging-python"
+    cmd = export_command()
+    wrapper.write_text(f'#!/bin/sh\necho "$PWD" >> {log}\nexec {cmd[0]} "$@"\n')
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    log.write_text("")
+    hook = tmp_path / f"hook.{shell}"
+    hook.write_text(get_shell(shell).hook(all_markers(), [str(wrapper)] + cmd[1:]))
+    s = sessions(shell, hook=False)
+    assert s.run(source_hook_file(shell, str(hook))) == ""
+
+    def runs():
+        return len(log.read_text().splitlines())
+
+    cd(s, out)
+    s.run("echo x")
+    assert runs() == 0  # no project, no state: no process at all
+    cd(s, py)
+    assert s.env_dump()["VIRTUAL_ENV"] == os.path.join(py, ".venv")
+    n = runs()
+    assert n == 1
+    s.run("echo x")
+    s.run("echo y")
+    assert runs() == n  # nothing changed
+    with open(os.path.join(py, ".contextrc"), "w") as f:  # a watched path appears
+        f.write('[env]\nCT_X = "1"\n')
+    s.run("echo z")
+    assert runs() == n + 1
+    s.run("echo z")
+    assert runs() == n + 1
+    cd(s, out)
+    assert "VIRTUAL_ENV" not in s.env_dump()
+    assert runs() == n + 2
