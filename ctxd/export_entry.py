@@ -1,4 +1,4 @@
-"""``ctxd export bash|zsh|fish``: the hot path, run on every directory change.
+"""``ctxd export SHELL``: the hot path, run on every directory change.
 
 The shell hooks call :func:`export_main` directly (``ctxd.shells`` renders
 the call), and ``ctxd._entry`` dispatches ``ctxd export`` here before click
@@ -21,7 +21,7 @@ def _write(text):
 
 
 def export_main(argv=None):
-    """``ctxd export bash|zsh|fish``; also what the hooks run directly. Exits."""
+    """``ctxd export SHELL`` (or json|dotenv|gha); also what the hooks run directly. Exits."""
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "export":
         argv = argv[1:]

@@ -7,7 +7,7 @@ not import shellingham (its process-tree walk costs milliseconds).
 import os
 
 from ctxd.errors import UsageError
-from ctxd.shells import SUPPORTED
+from ctxd.shells import ALIASES, SUPPORTED
 
 
 def detect_shell():
@@ -19,8 +19,9 @@ def detect_shell():
     except shellingham.ShellDetectionFailure:
         name = os.path.basename(os.environ.get("SHELL", ""))
         if not name:
-            raise UsageError("cannot detect the shell; name it: ctxd hook bash|zsh|fish") from None
+            raise UsageError(f"cannot detect the shell; name it: ctxd hook {'|'.join(SUPPORTED)}") from None
     name = os.path.basename(name).lstrip("-")
+    name = ALIASES.get(name, name)
     if name not in SUPPORTED:
-        raise UsageError(f"unsupported shell {name!r}; name one: ctxd hook bash|zsh|fish")
+        raise UsageError(f"unsupported shell {name!r}; name one: ctxd hook {'|'.join(SUPPORTED)}")
     return name

@@ -96,7 +96,7 @@ def test_export_corrupt_state_exits_6_with_one_message(project):
 
 
 def test_export_usage_errors(tmp_path):
-    p = ctxd("export", "tcsh", cwd=tmp_path, check=False)
+    p = ctxd("export", "csh", cwd=tmp_path, check=False)
     assert p.returncode == 2 and p.stderr.startswith("ctxd: unsupported shell")
     p = ctxd("export", cwd=tmp_path, check=False)
     assert p.returncode == 2 and "usage" in p.stderr

@@ -151,12 +151,13 @@ def check_shell(environ):
         path = environ.get("SHELL", "")
         name = os.path.basename(path)
     name = os.path.basename(name or "").lstrip("-")
-    from ctxd.shells import SUPPORTED
+    from ctxd.shells import ALIASES, SUPPORTED
 
+    name = ALIASES.get(name, name)
     if name in SUPPORTED:
         return name, Check("shell", OK, name if not path or path == name else f"{name} ({path})")
-    return None, Check("shell", WARN, f"{name or 'unknown shell'}: ctxd's hook supports bash, zsh and fish",
-                       "run ctxd in bash, zsh or fish")
+    return None, Check("shell", WARN, f"{name or 'unknown shell'}: ctxd's hook supports {', '.join(SUPPORTED)}",
+                       f"run ctxd in one of {', '.join(SUPPORTED)}")
 
 
 def check_hook(shell, environ, rc_found):
@@ -165,7 +166,7 @@ def check_hook(shell, environ, rc_found):
         if marker:
             return Check("hook", OK, f"loaded by a {marker} (_CTXD_HOOK={marker}); this shell is unknown")
         return Check("hook", WARN, "not loaded (_CTXD_HOOK is not set)",
-                     "in bash, zsh or fish: ctxd setup --write, then open a new shell")
+                     "in a supported shell: ctxd setup --write, then open a new shell")
     if not marker:
         if rc_found:
             fix = (f"{_tilde(rc_found[0], environ)} loads it: open a new shell (exec {shell}) "

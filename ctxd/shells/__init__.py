@@ -7,35 +7,15 @@ shell modules are loaded on demand.
 from ctxd.errors import UsageError
 
 SUPPORTED = ("bash", "zsh", "fish", "tcsh", "elvish", "xonsh", "nu")
+ALIASES = {"nushell": "nu"}
+_CLASSES = {"bash": ("bash", "Bash"), "zsh": ("zsh", "Zsh"), "fish": ("fish", "Fish"), "tcsh": ("tcsh", "Tcsh"),
+            "elvish": ("elvish", "Elvish"), "xonsh": ("xonsh", "Xonsh"), "nu": ("nu", "Nu")}
 
 
 def get_shell(name):
-    if name == "bash":
-        from ctxd.shells.bash import Bash
-
-        return Bash()
-    if name == "zsh":
-        from ctxd.shells.zsh import Zsh
-
-        return Zsh()
-    if name == "fish":
-        from ctxd.shells.fish import Fish
-
-        return Fish()
-    if name == "tcsh":
-        from ctxd.shells.tcsh import Tcsh
-
-        return Tcsh()
-    if name == "elvish":
-        from ctxd.shells.elvish import Elvish
-
-        return Elvish()
-    if name == "xonsh":
-        from ctxd.shells.xonsh import Xonsh
-
-        return Xonsh()
-    if name in ("nu", "nushell"):
-        from ctxd.shells.nu import Nu
-
-        return Nu()
-    raise UsageError(f"unsupported shell {name!r} (supported: {', '.join(SUPPORTED)})")
+    """The Shell object for *name* (its module imported only now: the hook path loads one)."""
+    where = _CLASSES.get(ALIASES.get(name, name))
+    if where is None:
+        raise UsageError(f"unsupported shell {name!r} (supported: {', '.join(SUPPORTED)})")
+    module = __import__(f"ctxd.shells.{where[0]}", fromlist=[where[1]])
+    return getattr(module, where[1])()
