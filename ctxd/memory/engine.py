@@ -680,11 +680,16 @@ def fit(ctx, build):
     if not budget:
         return text
 
+    loaded = [not exact]
+
     def over(t):
-        if exact:  # loading the exact tokenizer costs ~25 ms: only when the safe estimate says it may be over
+        # Loading the exact tokenizer costs ~25 ms: until a text's safe estimate says it may be
+        # over, that estimate decides; from then on the exact count (cheaper than the estimate).
+        if not loaded[0]:
             rough = ceiling(t, exact=False)
             if rough <= budget:
                 return rough - budget
+            loaded[0] = True
         return ceiling(t, exact=exact) - budget
 
     while over(text) > 0 and len(recent) > 2:
