@@ -89,3 +89,23 @@ def test_the_startup_copy_stays_with_the_install_on_path(tmp_path):
     copy.write_text("# interpreter: /nonexistent/python\n")
     hook("/usr/bin:/bin")
     assert copy.read_text().startswith(f"# interpreter: {sys.executable}\n")
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_an_older_block_without_the_startup_copy_is_named_and_left_alone(shell, tmp_path):
+    """Lines an older ctxd wrote (or the documented one-liner) keep working, only slower: setup
+    says so and how to get the fast start, and never rewrites what is now the user's file."""
+    sh = get_shell(shell)
+    rc = tmp_path / sh.rc_file[2:]  # "~/.bashrc" under this HOME
+    rc.parent.mkdir(parents=True, exist_ok=True)
+    rc.write_text(f"# mine\n{sh.install_line}\n")
+    before = rc.read_bytes()
+    shown = setup(tmp_path, "--shell", shell)
+    assert shown.returncode == 0 and "older form that starts ctxd at every shell start" in shown.stdout
+    r = setup(tmp_path, "--shell", shell, "--write")
+    assert r.returncode == 0 and r.stderr == ""
+    assert "lines that start ctxd at every shell start" in r.stdout and f"ctxd setup --shell {shell}" in r.stdout
+    assert rc.read_bytes() == before
+    commented = "".join(f"# {line}\n" for line in sh.rc_block().strip().splitlines())  # the new lines, off
+    rc.write_text(f"# mine\n{sh.install_line}\n{commented}")
+    assert "older form" in setup(tmp_path, "--shell", shell).stdout

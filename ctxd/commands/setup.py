@@ -8,10 +8,25 @@ from ctxd.shells import SUPPORTED, get_shell
 
 def rc_loads_hook(sh, path):
     """Whether the rc file at *path* already has a line that loads the hook."""
+    return rc_state(sh, path)[0]
+
+
+def rc_state(sh, path):
+    """(loads the hook, sources the start-up copy of it) for the rc file at *path*."""
     if not os.path.isfile(path):
-        return False
+        return False, False
     with open(path, encoding="utf-8", errors="replace") as f:
-        return any(sh.loads_hook(line) for line in f)
+        lines = f.readlines()
+    loads = any(sh.loads_hook(line) for line in lines)
+    copy = f"ctxd/hook/ctxd.{sh.name}"
+    return loads, any(copy in line and not line.lstrip().startswith("#") for line in lines)
+
+
+def _older(sh, rc):
+    """The advice for an rc file whose ctxd lines predate the start-up copy (never rewritten
+    by ctxd: they are the user's lines now, and they keep working, only slower)."""
+    return (f"ctxd is set up in {rc}, but by lines that start ctxd at every shell start; for a start\n"
+            f"without it, replace them with what `ctxd setup --shell {sh.name}` prints")
 
 
 @click.command()
@@ -33,10 +48,12 @@ def setup(shell, write):
     sh = get_shell(shell or detect_shell())
     rc = sh.rc_file
     path = os.path.expanduser(rc)
-    present = rc_loads_hook(sh, path)
+    present, sourced = rc_state(sh, path)
+    older = present and sh.hook_cache and not sourced
     block = sh.rc_block(console_script())
     if not write:
-        state = "already there" if present else "not there yet"
+        state = ("there, in an older form that starts ctxd at every shell start" if older
+                 else "already there" if present else "not there yet")
         click.echo(f"# {sh.name}: add these lines to {rc} ({state}), then open a new shell:")
         click.echo(block.strip("\n"))
         click.echo(f"# (or type this to load it now: {sh.install_line})")
@@ -49,7 +66,7 @@ def setup(shell, write):
     # so that the first new shell is already fast
     write_cache(sh, hook_text(sh), force=True)
     if present:
-        click.echo(f"ctxd is already set up in {rc}")
+        click.echo(_older(sh, rc) if older else f"ctxd is already set up in {rc}")
         return
     from ctxd.activation.fileio import atomic_write
 
