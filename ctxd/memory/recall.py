@@ -31,6 +31,8 @@ COMMON = 0.25  # a term in more than this share of the messages (a speaker's nam
 COMMON_BOOST = 1.15
 COMMON_FROM = 50  # messages a store needs before a term's share of them says anything
 FEEDBACK_FROM, FEEDBACK_TERMS, FEEDBACK_WEIGHT = 8, 6, 0.3  # pseudo-relevance feedback
+FEEDBACK_BELOW = 150  # ... only when the question's own words find fewer hits than this (a second query
+                      # of both indexes; where they find plenty, as in a large store, it adds nothing)
 PHRASE_BONUS = 0.1  # a hit holding two adjacent words of the question as they stand
 RECENCY = 0.02
 IMPORTANCE = 0.02
@@ -219,8 +221,8 @@ def _keep(hits, h):
 def rank(store, query, *, exclude=(), now=None, pool=POOL, expand=True):
     """[Hit] best first: relevance weighted by kind, phrases, recency, importance; then
     (with *expand*, for recall; search lists matches only) words the best hits share
-    (pseudo-relevance feedback), each question's answer and each answer's question, and
-    the turns around the best hits."""
+    (pseudo-relevance feedback, when the question's words found few hits), each question's
+    answer and each answer's question, and the turns around the best hits."""
     scores = candidates(store, query, pool)
     if not scores:
         return []
@@ -231,7 +233,7 @@ def rank(store, query, *, exclude=(), now=None, pool=POOL, expand=True):
     best = sorted(hits.values(), key=lambda h: (-h.score, h.message.id))
     if not expand:
         return [h for h in best if h.message.id not in excluded]
-    more = feedback_terms(query, best)
+    more = feedback_terms(query, best) if len(best) < FEEDBACK_BELOW else []
     if more:
         words = terms(query)[0]
         extra = candidates(store, query, pool, words=words + more)
@@ -335,7 +337,9 @@ def pack(hits, budget, counter=estimate):
     chosen, used, days, labels = [], 0, set(), {}
     for h in hits:
         day = _day(h.message.ts)
-        cost = _cost(h.message, counter, labels) + PER_ITEM + (0 if day in days else counter(f"[{day}]") + 1)
+        if day not in days and day not in labels:
+            labels[day] = counter(f"[{day}]") + 1
+        cost = _cost(h.message, counter, labels) + PER_ITEM + (0 if day in days else labels[day])
         if used + cost > budget:
             continue
         chosen.append(h)
