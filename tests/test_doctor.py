@@ -377,3 +377,26 @@ def test_paths_human(home, tmp_path):
     lines = r.stdout.splitlines()
     assert len(lines) == len(PATH_KEYS) - 1
     assert lines[0].split()[:2] == ["config", "dir"] and lines[-1].startswith("hook interpreter")
+
+
+def test_doctor_says_whether_the_startup_copy_of_the_hook_is_current(tmp_path):
+    """The rc lines source a copy of the hook at shell start: doctor names it missing, current,
+    and stale once a file the hook is made from is newer than it (the next shell then starts
+    ctxd once), from the real files ctxd hook writes."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ, HOME=str(tmp_path), XDG_CACHE_HOME=str(tmp_path / ".cache"), SHELL="/bin/bash")
+    ctxd = [sys.executable, "-m", "ctxd"]
+
+    def line():
+        out = subprocess.run(ctxd + ["doctor"], env=env, capture_output=True, text=True, cwd=tmp_path).stdout
+        return next(l for l in out.splitlines() if "start-up copy" in l and not l.startswith("  "))
+
+    assert line().startswith("warn") and "missing" in line()
+    assert subprocess.run(ctxd + ["hook", "bash"], env=env, capture_output=True, cwd=tmp_path).returncode == 0
+    assert line().startswith("ok") and "current" in line()
+    copy = tmp_path / ".cache" / "ctxd" / "hook" / "ctxd.bash"
+    old = copy.stat().st_mtime - 3600
+    os.utime(copy, (old, old))  # as if every source changed after it was written
+    assert line().startswith("warn") and "stale" in line()

@@ -18,6 +18,7 @@ import json
 import os
 import shlex
 import subprocess
+import sys
 import time
 
 import click
@@ -197,6 +198,37 @@ def check_rc(shell, environ, rc_found):
     sh = get_shell(shell)
     return Check("rc file", WARN, f"{sh.rc_file} does not load the hook (new shells start without ctxd)",
                  f"ctxd setup --shell {shell} --write   (adds: {sh.install_line})")
+
+
+def check_startup_copy(shell, environ):
+    """The copy of the hook the rc lines source at shell start: current (a new shell starts
+    without ctxd), stale (it stands down: one slow start rewrites it) or missing."""
+    from ctxd.shells import get_shell
+
+    if shell is None:
+        return Check("start-up copy", SKIP, "unknown shell")
+    sh = get_shell(shell)
+    if not sh.hook_cache:
+        return Check("start-up copy", SKIP, f"{shell}: its rc lines run ctxd hook at start")
+    from ctxd.shells import hookfile
+
+    path = hookfile.cache_file(shell, environ)
+    shown = _tilde(path, environ)
+    fix = f"ctxd hook {shell} >/dev/null   (writes it; so does the next new shell)"
+    try:
+        mtime = os.stat(path).st_mtime_ns
+    except OSError:
+        return Check("start-up copy", WARN, f"{shown} is missing: the next shell starts ctxd once to write it", fix)
+    stale = [f for f in hookfile.sources(sh) if os.stat(f).st_mtime_ns > mtime]
+    with open(path, encoding="utf-8", errors="replace") as f:
+        head = f.read(4096)
+    info = hookfile.dist_info()
+    if stale or (info and info not in head) or sys.executable not in head:
+        why = (f"{_tilde(stale[0], environ)} is newer" if stale
+               else "written by another ctxd installation or version")
+        return Check("start-up copy", WARN, f"{shown} is stale ({why}): the next shell starts ctxd once to rewrite it",
+                     fix)
+    return Check("start-up copy", OK, f"{shown} is current: a new {shell} loads the hook without starting ctxd")
 
 
 def check_command(environ):
@@ -616,6 +648,7 @@ def run_checks(environ=None):
     hook = check_hook(shell, environ, rc_found)
     checks.append(hook)
     checks.append(check_rc(shell, environ, rc_found))
+    checks.append(check_startup_copy(shell, environ))
     checks.append(check_command(environ))
     if shell == "bash" or (shell is None and environ.get("_CTXD_HOOK") == "bash"):
         checks.append(check_prompt_command(environ))
