@@ -43,6 +43,22 @@ def test_claude(project):
     assert c["status"] == "ok" and ".claude" in c["message"]
 
 
+def test_claude_install_from_before_the_bash_tool_hooks_is_named(project):
+    """An install an older ctxd made has no CwdChanged/FileChanged entries: the Bash tool keeps the
+    environment it started with. doctor says so and how to add them (installing again keeps the rest)."""
+    assert run(project, "chat", "install", "claude").returncode == 0
+    path = project / ".claude" / "settings.local.json"
+    data = json.loads(path.read_text())
+    for event in ("CwdChanged", "FileChanged"):
+        del data["hooks"][event]
+    path.write_text(json.dumps(data, indent=2))
+    c = checks(project)["claude hooks"]
+    assert c["status"] == "warn" and "CwdChanged, FileChanged" in c["message"] and "Bash tool" in c["message"]
+    assert "ctxd chat install claude" in (c.get("fix") or "")
+    assert run(project, "chat", "install", "claude").returncode == 0
+    assert checks(project)["claude hooks"]["status"] == "ok"
+
+
 def test_codex_untrusted_then_trusted(project, isolated_paths):
     assert run(project, "chat", "install", "codex").returncode == 0
     c = checks(project)["codex hooks"]

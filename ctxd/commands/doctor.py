@@ -620,6 +620,16 @@ def check_ai_clis(environ):
                                 f"{'not trusted' if trusted is False else 'of unknown trust'}")
                 fix = (f"run `gemini` in {root} and trust the folder (or: ctxd chat install gemini --user; "
                        f"headless runs: GEMINI_CLI_TRUST_WORKSPACE=true)")
+        if tool == "claude":  # an install from before the Bash tool's environment (CwdChanged, FileChanged)
+            have = {e for _s, _p, entries in found for e, _g, _h in entries}
+            missing = [e for e, _m in inst.CLAUDE["events"] if e not in have]
+            if missing:
+                problems.append(f"ctxd's {', '.join(missing)} hook{'s are' if len(missing) > 1 else ' is'} not "
+                                f"installed (an older ctxd installed these hooks), so "
+                                + ("the Bash tool does not follow the project's environment"
+                                   if {"CwdChanged", "FileChanged"} & set(missing) else "part of the session is not recorded"))
+                scope = "--user" if all(s == "user" for s, _p, _e in found) else ""
+                fix = f"ctxd chat install claude {scope}".strip() + "   (adds what is missing; your entries stay)"
         if tool == "codex":
             notes = [n for s, _p, _e in found for n in inst.codex_hook_notes(s, root, environ)
                      if "deprecated" in n or "turned off" in n or "trust the folder" in n]
