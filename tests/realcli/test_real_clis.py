@@ -104,6 +104,16 @@ def assert_reimport_adds_nothing(world, files):
         assert ": 0 added," in r.stdout, f"re-importing {f} into the hook-fed store: {r.stdout}{r.stderr}"
 
 
+def assert_transcripts_agree(world, tool, count, rows):
+    """The CLI's own transcripts (*count* files) import to exactly what the hooks recorded, and
+    importing them into the hook-fed store adds nothing and changes nothing."""
+    files = world.transcripts(tool)
+    assert len(files) == count, files
+    assert sorted(import_counts(world, files)) == sorted(conversation(rows))
+    assert_reimport_adds_nothing(world, files)
+    assert conversation(world.log()) == conversation(rows)
+
+
 def session2_request_text(stub, api):
     """What session 2 sent the model, from the start of ctxd's SessionStart context on (the
     block ctxd renders, "# Conversation context: ..."; Gemini wraps it in <hook_context>)."""
@@ -141,11 +151,7 @@ def test_claude_code(world, stub):
     assert len({r["session"] for r in rows if r["kind"] == "prompt"}) == 2
     assert_no_injection_stored(rows)
 
-    files = world.transcripts("claude")
-    assert len(files) == 2, files
-    assert sorted(import_counts(world, files)) == sorted(conversation(rows))
-    assert_reimport_adds_nothing(world, files)
-    assert conversation(world.log()) == conversation(rows)
+    assert_transcripts_agree(world, "claude", 2, rows)
 
     world.ctxd("chat", "install", "claude", "--uninstall")
     assert snapshot(settings, local) == before
@@ -330,11 +336,7 @@ def test_codex(world, stub):
     sessions = [r["session"] for r in rows if r["kind"] == "prompt"]
     assert sessions[1] == sessions[2] and len(set(sessions)) == 3, sessions
 
-    files = world.transcripts("codex")
-    assert len(files) == 3, files
-    assert sorted(import_counts(world, files)) == sorted(conversation(rows))
-    assert_reimport_adds_nothing(world, files)
-    assert conversation(world.log()) == conversation(rows)
+    assert_transcripts_agree(world, "codex", 3, rows)
 
     world.ctxd("chat", "install", "codex", "--uninstall")
     assert snapshot(hooks_json) == before
@@ -364,11 +366,7 @@ def test_gemini_cli(world, stub):
                                   ("prompt", "user", PROMPT2), ("reply", "assistant", "OK")], rows
     assert_no_injection_stored(rows)
 
-    files = world.transcripts("gemini")
-    assert len(files) == 2, files
-    assert sorted(import_counts(world, files)) == sorted(conversation(rows))
-    assert_reimport_adds_nothing(world, files)
-    assert conversation(world.log()) == conversation(rows)
+    assert_transcripts_agree(world, "gemini", 2, rows)
 
     world.ctxd("chat", "install", "gemini", "--uninstall")
     assert snapshot(settings) == before
