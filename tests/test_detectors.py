@@ -107,3 +107,39 @@ def test_version_pins(tmp_path):
 def test_broken_pin_file_does_not_break(tmp_path):
     touch(str(tmp_path / "rust-toolchain.toml"), "[toolchain\n")
     assert read_pins(str(tmp_path))[0][1].startswith("<unreadable")
+
+
+def test_home_is_the_ceiling_of_the_root_walk(tmp_path):
+    """A marker above $HOME does not make a directory in it a project (a stray /Makefile or
+    /requirements.txt in a container image would otherwise make every directory one); $HOME
+    itself still counts, and a directory outside $HOME still walks up to /."""
+    home = tmp_path / "home"
+    (home / "src" / "x").mkdir(parents=True)
+    (tmp_path / "other" / "y").mkdir(parents=True)
+    touch(str(tmp_path / "requirements.txt"))
+    env = {"HOME": str(home)}
+    assert find_root(str(home / "src" / "x"), environ=env) is None
+    assert find_root(str(home), environ=env) is None
+    assert find_root(str(tmp_path / "other" / "y"), environ=env) == str(tmp_path)
+    # a trailing slash on HOME is the same directory; a name that only starts like it is not in it
+    assert find_root(str(home / "src"), environ={"HOME": str(home) + "/"}) is None
+    (tmp_path / "home2").mkdir()
+    assert find_root(str(tmp_path / "home2"), environ=env) == str(tmp_path)
+    # no HOME, or HOME=/: no ceiling
+    assert find_root(str(home / "src" / "x"), environ={}) == str(tmp_path)
+    assert find_root(str(home / "src" / "x"), environ={"HOME": "/"}) == str(tmp_path)
+    touch(str(home / "Makefile"))
+    assert find_root(str(home / "src" / "x"), environ=env) == str(home)
+
+
+def test_contextrc_chain_stops_at_home(tmp_path):
+    from ctxd.activation import contextrc
+
+    home = tmp_path / "home"
+    proj = home / "proj"
+    proj.mkdir(parents=True)
+    touch(str(tmp_path / ".contextrc"), "[env]\nX = '1'\n")
+    files, probed = contextrc.chain(str(proj), {"HOME": str(home)})
+    assert files == [] and probed == [str(proj / ".contextrc"), str(home / ".contextrc")]
+    files, probed = contextrc.chain(str(proj), {})
+    assert files == [str(tmp_path / ".contextrc")] and probed[-1] == "/.contextrc"

@@ -244,23 +244,23 @@ def load(path):
     return parsed, sha256_hex(data), data
 
 
-def chain(root):
+def chain(root, environ=None):
     """.contextrc files that apply at *root*: nearest first, until inherit=false.
 
     Returns (files, probed): files are paths that exist, nearest first (the
     caller loads them and cuts the chain where one says inherit = false);
     probed are every path looked at, so the hooks can notice one appearing.
+    Under $HOME the chain stops at $HOME, like the root walk (a .contextrc
+    above your home directory never layers onto a project in it).
     """
+    from ctxd.activation.detectors import ancestors
+
     files, probed = [], []
-    d = root
-    while True:
+    for d in ancestors(root, environ):
         p = os.path.join(d, FILENAME) if d != "/" else "/" + FILENAME
         probed.append(p)
         if os.path.isfile(p):
             files.append(p)
-        if d in ("/", ""):
-            break
-        d = os.path.dirname(d)
     return files, probed
 
 

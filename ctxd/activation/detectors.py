@@ -169,20 +169,40 @@ def is_root(path, markers=None):
     return False
 
 
-def find_root(start, markers=None):
+def ceiling(start, environ=None):
+    """The last directory a root walk from *start* looks at: $HOME when *start* is $HOME or
+    below it (a marker above your home directory does not make a directory in it a project),
+    else None (the walk goes up to /). The shell hooks stop at the same place."""
+    env = os.environ if environ is None else environ
+    home = (env.get("HOME") or "").rstrip("/")
+    if home and (start == home or start.startswith(home + "/")):
+        return home
+    return None
+
+
+def ancestors(start, environ=None):
+    """*start* (logical, as the shell's $PWD has it), then each parent, up to the ceiling or /."""
+    d = start.rstrip("/") or "/"
+    top = ceiling(d, environ)
+    while True:
+        yield d or "/"
+        if d in ("", "/") or d == top:
+            return
+        d = d.rsplit("/", 1)[0]
+
+
+def find_root(start, markers=None, environ=None):
     """The nearest directory at or above *start* holding a marker, or None.
 
     Walks the logical path (as the shell's $PWD has it), exactly as the shell
-    hooks do, so a symlinked project is found under the name the user used.
+    hooks do, so a symlinked project is found under the name the user used;
+    under $HOME it stops at $HOME (see ceiling()).
     """
     markers = markers or all_markers()
-    d = start.rstrip("/") or "/"
-    while True:
-        if is_root(d or "/", markers):
-            return d or "/"
-        if d in ("", "/"):
-            return None
-        d = d.rsplit("/", 1)[0]
+    for d in ancestors(start, environ):
+        if is_root(d, markers):
+            return d
+    return None
 
 
 def detect(root, environ, plan=None, enabled=None, apply=True):
