@@ -58,3 +58,38 @@ def test_minijson_rejects_malformed(bad):
 
     with pytest.raises(ValueError):
         minijson.loads(bad)
+
+
+def _legacy_encode(state):
+    """A token exactly as ctxd wrote it before the JSON tokens: JSON -> zlib -> urlsafe base64."""
+    import json
+
+    raw = json.dumps(state.to_json(), sort_keys=True, separators=(",", ":")).encode("ascii")
+    return base64.urlsafe_b64encode(zlib.compress(raw, 9)).decode("ascii")
+
+
+@given(root=st.one_of(st.none(), text), snap=st.dictionaries(text, st.one_of(st.none(), text)),
+       path=st.lists(text), unset=st.booleans(), shown=st.lists(text))
+def test_tokens_from_earlier_versions_still_decode(root, snap, path, unset, shown):
+    # a shell started before an upgrade holds one: its environment must still come back
+    s = State(root, snap, {k: "x" for k in snap}, path, unset, shown, {"cmds": ["echo bye"], "cwd": "/p"}, "ab")
+    assert decode(_legacy_encode(s)) == s
+
+
+def test_token_is_plain_json_without_defaults():
+    import json
+
+    s = State("/p", {"A": None}, {"A": "1"}, ["/p/bin"])
+    token = encode(s)
+    assert token.startswith("{")
+    assert json.loads(token) == {"v": 1, "root": "/p", "snap": {"A": None}, "ours": {"A": "1"}, "path": ["/p/bin"]}
+    full = State("/p", {}, {}, [], True, ["note"], {"cmds": ["x"], "timeout": 5.0, "cwd": "/p"}, "sig")
+    assert decode(encode(full)) == full and json.loads(encode(full))["enter"] == "sig"
+
+
+@pytest.mark.parametrize("token", ["{", '{"v":1,"snap":{},"ours":{},"path":[]} x', '{"v":1,"snap":[],"ours":{},"path":[]}',
+                                   '{"v":1,"snap":{},"ours":{},"path":[],"shown":"x"}', "{\u00e9}"])
+def test_corrupt_json_tokens_raise_state_error(token):
+    with pytest.raises(StateError) as e:
+        decode(token)
+    assert e.value.exit_code == ExitCode.STATE

@@ -2,18 +2,19 @@
 
 ``CTXD_STATE`` holds what the last activation changed: for every variable the
 value it had before (the snapshot) and the value ctxd gave it, plus the PATH
-entries ctxd added. It is JSON -> zlib -> urlsafe base64 (like direnv's
-DIRENV_DIFF): one opaque token, per shell, inherited by subshells, no daemon.
-(JSON through ctxd.activation.minijson and base64 through binascii: the
-json and base64 modules would cost the hot path ~10 ms of imports.)
+entries ctxd added: one token, per shell, inherited by subshells, no daemon.
+The token is compact ASCII JSON (ctxd.activation.minijson; the json module
+would cost the hot path ~10 ms of imports). Earlier versions wrote JSON ->
+zlib -> urlsafe base64 like direnv's DIRENV_DIFF; such a token (a shell
+started before an upgrade) still decodes, but zlib and binascii are extension
+modules (binascii loads libz) that cost every cd ~1 ms to load, to save a
+fifth of a token of a few hundred bytes. A JSON token starts with ``{``; an
+old one never does. Fields at their defaults are left out.
 
 ``CTXD_WATCH`` is plain text the hooks read without starting a process: a
 stamp file whose mtime is the newest watched mtime, a recheck flag, then one
 watched path a line prefixed with ``+`` (existed) or ``-`` (did not).
 """
-
-import binascii
-import zlib
 
 from ctxd.activation import minijson
 
@@ -55,8 +56,8 @@ class State:
         return isinstance(other, State) and self.to_json() == other.to_json()
 
 
-_TO_URLSAFE = bytes.maketrans(b"+/", b"-_")
 _FROM_URLSAFE = bytes.maketrans(b"-_", b"+/")
+_DEFAULTS = (("path_unset", False), ("shown", []), ("leave", {}), ("enter", ""))
 
 
 def _sorted(obj):
@@ -68,16 +69,31 @@ def _sorted(obj):
 
 
 def encode(state):
-    raw = minijson.dumps(_sorted(state.to_json())).encode("ascii")
-    return binascii.b2a_base64(zlib.compress(raw, 9), newline=False).translate(_TO_URLSAFE).decode("ascii")
+    """The CTXD_STATE value for *state*: one line of ASCII JSON (keys sorted)."""
+    data = state.to_json()
+    for key, default in _DEFAULTS:
+        if data[key] == default:
+            del data[key]  # decode() reads a missing one as its default
+    return minijson.dumps(_sorted(data))
+
+
+def _legacy_json(token):
+    """The JSON text of a token an earlier ctxd wrote (zlib + urlsafe base64)."""
+    import binascii
+    import zlib
+
+    try:
+        raw = token.encode("ascii").translate(_FROM_URLSAFE)
+        return zlib.decompress(binascii.a2b_base64(raw)).decode("utf-8")
+    except (zlib.error, binascii.Error) as e:
+        raise ValueError(e.__class__.__name__) from None
 
 
 def decode(token):
     """Parse a CTXD_STATE value; raise StateError when it is not one of ours."""
     try:
-        raw = token.encode("ascii").translate(_FROM_URLSAFE)
-        data = minijson.loads(zlib.decompress(binascii.a2b_base64(raw)).decode("utf-8"))
-    except (ValueError, zlib.error, UnicodeError, binascii.Error, RecursionError) as e:
+        data = minijson.loads(token if token.startswith("{") else _legacy_json(token))
+    except (ValueError, UnicodeError, RecursionError) as e:
         raise StateError(f"{STATE_VAR} is corrupt ({e.__class__.__name__})") from None
     if not isinstance(data, dict) or data.get("v") != VERSION:
         raise StateError(f"{STATE_VAR} has an unknown format")
