@@ -370,14 +370,15 @@ def test_show_names_pin_match_manager_and_broken_dirs(tmp_path, home, env):
 
 
 def test_pins_module_stays_on_the_hot_path_budget():
-    """Imported on every cd: the standard library's os only (no re, json, tomllib, click ...)."""
+    """Imported on every cd into a root with a pin file: the standard library's os (and
+    state.py, for the TOLD_VAR name) only (no re, json, tomllib, click ...)."""
     mods = set()
     for node in ast.walk(ast.parse(PINS_PY.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             mods |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):
             mods.add(node.module or "")
-    assert mods == {"os"}
+    assert mods == {"os", "ctxd.activation.state"}
 
 
 def test_plan_has_pins_even_without_a_detector_type(tmp_path, home, env):
@@ -386,3 +387,28 @@ def test_plan_has_pins_even_without_a_detector_type(tmp_path, home, env):
     plan = Plan(str(root))
     pins.activate(str(root), plan, env)
     assert [e for e, _ in plan.prepend] == [str(home / ".pyenv/versions/3.12.4/bin")]
+
+
+def test_every_file_pins_read_looks_at_is_in_the_detectors_probe(tmp_path, monkeypatch):
+    # detectors.detect() loads this module only for a root holding one of PIN_FILES: a pin
+    # file read() knows that the probe misses would silently never activate
+    from ctxd.activation import detectors
+
+    opened = []
+    real_lines = pins._lines
+    monkeypatch.setattr(pins, "_lines", lambda path: opened.append(os.path.basename(path)) or real_lines(path))
+    pins.read(str(tmp_path))
+    assert opened and set(opened) == set(detectors.PIN_FILES)
+
+
+def test_a_root_without_pin_files_never_loads_this_module(tmp_path, home, env):
+    exe(home / ".nvm/versions/node/v20.1.0/bin/node")
+    plain = project(tmp_path, {"package.json": "{}"}, name="plain")
+    pinned = project(tmp_path, {"package.json": "{}", ".nvmrc": "20\n"}, name="pinned")
+    code = ("import sys; from ctxd.activation import export; from ctxd.shells import get_shell; "
+            "export.export(get_shell('bash'), dict(__import__('os').environ), sys.argv[1]); "
+            "print('ctxd.activation.pins' in sys.modules)")
+    for root, loaded in ((plain, "False"), (pinned, "True")):
+        out = subprocess.run([sys.executable, "-c", code, str(root)], env=env, capture_output=True, text=True,
+                             cwd=str(root), check=True).stdout.split()
+        assert out == [loaded], root

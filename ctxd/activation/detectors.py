@@ -147,6 +147,9 @@ DETECTORS = (
 # Files that define a root without being a type marker.
 EXTRA_MARKERS = (CONTEXTRC,)
 
+# Every file ctxd.activation.pins.read() looks at (tests/test_pins.py checks the two agree).
+PIN_FILES = (".tool-versions", ".nvmrc", ".node-version", ".python-version", ".ruby-version", "go.mod")
+
 
 def all_markers():
     """Every file name that makes a directory a project root, in table order."""
@@ -221,7 +224,9 @@ def detect(root, environ, plan=None, enabled=None, apply=True):
         plan.types.append((det.name, found))
         if apply and det.activate is not None:
             det.activate(root, plan, environ)
-    if apply:  # version pins: their bins go behind the project's own (venv, node_modules)
+    # version pins: their bins go behind the project's own (venv, node_modules); pins.py
+    # (the largest module of the cd path) loads only for a root that holds a pin file
+    if apply and any(os.path.exists(os.path.join(root, f)) for f in PIN_FILES):
         from ctxd.activation import pins
 
         pins.activate(root, plan, environ, enabled)

@@ -10,8 +10,8 @@ import os
 import time
 
 from ctxd import paths
-from ctxd.activation import detectors, envdiff, pins
-from ctxd.activation.state import STATE_VAR, WATCH_VAR, State, decode, encode
+from ctxd.activation import detectors, envdiff
+from ctxd.activation.state import STATE_VAR, TOLD_VAR, WATCH_VAR, State, decode, encode
 from ctxd.errors import StateError
 
 MANAGED = ("CTXD_ROOT", "CTXD_TYPES", "CTXD_CONTEXT_DIR", "CTXD_STATUS")
@@ -39,7 +39,7 @@ def logical_pwd(environ):
 class Transition:
     """Everything one export decides; `ctxd show` renders the same object."""
 
-    __slots__ = ("old", "plan", "base", "target", "state", "watch", "warnings")
+    __slots__ = ("old", "plan", "base", "target", "state", "watch", "warnings", "told")
 
     def __init__(self):
         self.old = None
@@ -49,6 +49,7 @@ class Transition:
         self.state = None
         self.watch = None
         self.warnings = []
+        self.told = {}  # warning -> its TOLD_VAR key: a version pin's notice, once per shell
 
 
 def transition(environ, pwd=None, *, old_state="read", run_hooks=False):
@@ -95,10 +96,14 @@ def transition(environ, pwd=None, *, old_state="read", run_hooks=False):
     t.warnings += [w for w in t.plan.warnings if w not in seen]
     t.state.shown = list(t.plan.warnings)
     # a pin matching nothing installed: once per shell session (remembered in TOLD_VAR)
-    told_lines, told = pins.notices(t.plan, environ)
-    if told:
-        t.warnings += told_lines
-        t.target[pins.TOLD_VAR] = told
+    if t.plan.pins:
+        from ctxd.activation import pins
+
+        keyed, told = pins.keyed_notices(t.plan, environ)
+        if told:
+            t.warnings += [line for _key, line in keyed]
+            t.told.update((line, key) for key, line in keyed)
+            t.target[TOLD_VAR] = told
     if t.plan.on_leave:
         t.state.leave = {"cmds": t.plan.on_leave, "timeout": t.plan.timeout, "cwd": root}
     sig = _sha1_hex("\0".join(t.plan.on_enter)) if t.plan.on_enter else ""
@@ -182,21 +187,23 @@ def render(shell, environ, t):
     new_watch = t.watch if t.state else None
     names = set(MANAGED)
     names.add("DIRENV_DIFF")  # rewritten only when ctxd's undo reaches direnv's snapshot
-    names.add(pins.TOLD_VAR)  # set once a missing pin was reported; never restored
+    names.add(TOLD_VAR)  # set once a missing pin was reported; never restored
     if t.old:
         names.update(t.old.snap)
     if t.state:
         names.update(t.state.snap)
     names.discard(envdiff.PATH)
-    out = []
+    out, told = [], []
     for name, value in envdiff.changed_names(environ, t.target, sorted(names)):
-        out.append(shell.unset_var(name) if value is None else shell.set_var(name, value))
+        # TOLD_VAR goes after the notices it marks shown (a replay tests it before printing them)
+        (told if name == TOLD_VAR else out).append(shell.unset_var(name) if value is None
+                                                   else shell.set_var(name, value))
     if environ.get(envdiff.PATH) != t.target.get(envdiff.PATH):
         if envdiff.PATH in t.target:
             out.append(shell.set_path(envdiff.split_path(t.target[envdiff.PATH])))
         else:
             out.append(shell.unset_var(envdiff.PATH))
-    changed = bool(out)
+    changed = bool(out or told)
     for var, value in ((STATE_VAR, new_token), (WATCH_VAR, new_watch)):
         if environ.get(var) != value:
             changed = True
@@ -205,6 +212,7 @@ def render(shell, environ, t):
     need = bool(t.state) and environ.get("CTXD_NEED_RESTORE") == "1"
     if not changed and not t.warnings and not need:
         return ""
+    replay = False
     if changed or need:
         out.append(restore_function(shell, t) if t.state else shell.drop_restore())
         # Without on_leave hooks, leaving for a plain directory needs no ctxd process:
@@ -215,9 +223,14 @@ def render(shell, environ, t):
 
             pairs = revisit.check_pairs(environ, t, names)
             if pairs is not None:
+                replay = True
                 out.append(shell.set_flag(shell.revisit_var, shell.env_check(pairs, revisit.needed_files())))
     for w in t.warnings:
-        out.append(shell.warn(w))
+        # A replay (entering again, the test holding TOLD_VAR's new value) is what ctxd
+        # would print then: the pin's notice is not shown a second time in this shell.
+        key = t.told.get(w) if replay else None
+        out.append(shell.warn(w) if key is None else shell.warn_unless_listed(w, TOLD_VAR, key))
+    out += told
     return shell.join(out)
 
 

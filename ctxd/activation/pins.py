@@ -19,8 +19,10 @@ manager directory and a few stats for the candidates that match.
 import os
 
 # Exported, never restored: the pins already reported as missing in this shell
-# session (space-separated tool@version keys), so each is reported once.
-TOLD_VAR = "_CTXD_PINS_TOLD"
+# session (space-separated tool@version keys), so each is reported once. The
+# name lives in state.py: the export names it without loading this module.
+from ctxd.activation.state import TOLD_VAR  # noqa: E402,F401
+
 _TOLD_MAX = 64
 
 # Node's LTS lines by codename (nvm's alias/lts/ files win when present).
@@ -537,13 +539,19 @@ def message(pin):
 
 def notices(plan, environ):
     """([lines not yet shown in this shell session], new TOLD_VAR value or None if unchanged)."""
+    keyed, told = keyed_notices(plan, environ)
+    return [line for _key, line in keyed], told
+
+
+def keyed_notices(plan, environ):
+    """notices(), each line with the TOLD_VAR key that marks it shown: [(key, line)], told."""
     if not plan or not plan.trusted or not plan.pins:
         return [], None
     told = environ.get(TOLD_VAR, "").split()
     out = []
     for pin in plan.pins:
         if pin.status in ("missing", "unresolved") and pin.notify and pin.key not in told:
-            out.append(message(pin))
+            out.append((pin.key, message(pin)))
             told.append(pin.key)
     if not out:
         return [], None

@@ -19,7 +19,7 @@ run), and the transition out of a project with on_leave commands.
 Standard library only (the hot path).
 """
 
-from ctxd.activation.state import STATE_VAR, WATCH_VAR
+from ctxd.activation.state import STATE_VAR, TOLD_VAR, WATCH_VAR
 
 # Read by the planner or by what it runs through (ctxd.paths, trust, config,
 # direnv's state); every variable named like a tool's directory is checked too
@@ -55,8 +55,12 @@ def check_pairs(environ, t, names):
         return None
     want = set(names) | set(ALWAYS) | refs
     want.update(n for n in environ if n.endswith(SUFFIXES))
+    # TOLD_VAR is never restored: leaving keeps the value this export gives it, and
+    # the replay is right for a shell that was told (the code shows the notices only
+    # while their keys are not in it, see Shell.warn_unless_listed)
+    after = {TOLD_VAR: t.target.get(TOLD_VAR)}
     # only names a shell can test (an environment may hold others; none of ctxd's)
-    return [(n, environ.get(n)) for n in sorted(want) if n.isascii() and n.isidentifier()]
+    return [(n, after[n] if n in after else environ.get(n)) for n in sorted(want) if n.isascii() and n.isidentifier()]
 
 
 def referenced(plan):

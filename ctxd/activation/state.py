@@ -23,6 +23,7 @@ from ctxd.errors import StateError
 VERSION = 1
 STATE_VAR = "CTXD_STATE"
 WATCH_VAR = "CTXD_WATCH"
+TOLD_VAR = "_CTXD_PINS_TOLD"  # the version pins reported missing in this shell session (see pins.py)
 
 
 class State:

@@ -199,6 +199,11 @@ class Shell:
     def warn(self, message):
         raise NotImplementedError
 
+    def warn_unless_listed(self, message, name, word):
+        """warn(*message*) unless *word* is one of the space-separated words of
+        the variable *name* (a shell with a revisit_var defines it)."""
+        raise NotImplementedError
+
     def define_restore(self, statements):
         raise NotImplementedError
 

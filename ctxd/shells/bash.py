@@ -103,6 +103,10 @@ class Bash(Shell):
         # \builtin: a user's alias or function named printf cannot interfere
         return f"\\builtin printf '%s\\n' {self.quote(message)} >&2"
 
+    def warn_unless_listed(self, message, name, word):
+        check_name(name)
+        return f'[[ " ${{{name}-}} " == *" "{ansi_c_quote(word, always=True)}" "* ]] || {self.warn(message)}'
+
     def define_restore(self, statements):
         body = "; ".join(statements) if statements else ":"
         return f"{self.restore_fn}() {{ {body}; }}"

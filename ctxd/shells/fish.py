@@ -124,6 +124,11 @@ class Fish(Shell):
     def warn(self, message):
         return f"builtin printf '%s\\n' {self.quote(message)} >&2"
 
+    def warn_unless_listed(self, message, name, word):
+        check_name(name)
+        return (f"builtin contains -- {self.quote(word)} (builtin string split -n ' ' -- \"${name}\"); "
+                f"or {self.warn(message)}")
+
     def define_restore(self, statements):
         body = "; ".join(statements) if statements else "true"
         return f"function {self.restore_fn}; {body}; end"

@@ -5,7 +5,8 @@ and it is gone. A pin nothing matches says so in one line, once per shell sessio
 import os
 import stat
 
-from e2ekit import cd, comparable, ctxd_lines, node_project, output_lines, path_list, plain_dir
+from e2ekit import cd, comparable, ctxd_lines, make_wrapper, node_project, output_lines, path_list, plain_dir, \
+    runs, wrap_command
 
 
 def nvm_node(home, version):
@@ -69,3 +70,43 @@ def test_a_missing_pin_is_one_line_once_per_shell(shell, sessions, tmp_path, hom
     # a new shell session is told again
     s2 = sessions(shell)
     assert ctxd_lines(cd(s2, b)) == first
+
+
+def test_entering_again_after_a_missing_pins_notice_runs_no_process(shell, sessions, tmp_path, home):
+    # The notice sets _CTXD_PINS_TOLD (never restored): the entry the hook keeps for the
+    # project must still replay, without showing the notice again
+    nvm_node(home, "20.11.1")
+    a = node_project(tmp_path / "a")
+    b = node_project(tmp_path / "b")
+    for p in (a, b):
+        with open(os.path.join(p, ".nvmrc"), "w") as f:
+            f.write("22\n")
+    out = plain_dir(tmp_path / "out")
+    wrapper, log = make_wrapper(tmp_path)
+    s = sessions(shell)
+    s.run(wrap_command(shell, wrapper))
+    cd(s, out)
+    outside = comparable(s.env_dump())
+    assert len(ctxd_lines(cd(s, a))) == 1 and runs(log) == 1
+    inside = comparable(s.env_dump())
+    assert inside["_CTXD_PINS_TOLD"] == "node@22" and inside["CTXD_ROOT"] == a
+    for _ in range(2):
+        assert cd(s, out) == ""
+        assert comparable(s.env_dump()) == dict(outside, _CTXD_PINS_TOLD="node@22")
+        assert cd(s, a) == ""  # replayed: no notice, no process
+        assert comparable(s.env_dump()) == inside
+    assert runs(log) == 1
+    # another project pinning the same missing version: ctxd runs, and says nothing
+    cd(s, out)
+    assert ctxd_lines(cd(s, b)) == [] and runs(log) == 2
+    # a shell told of another pin since: the test fails, ctxd runs, tells nothing again
+    cd(s, out)
+    s.run(("set -gx _CTXD_PINS_TOLD 'node@22 ruby@3'" if shell == "fish"
+           else "export _CTXD_PINS_TOLD='node@22 ruby@3'"))
+    assert ctxd_lines(cd(s, a)) == [] and runs(log) == 3
+    assert s.env_dump()["_CTXD_PINS_TOLD"] == "node@22 ruby@3"
+    # a shell that forgot (the user unset it): told again, by ctxd or by the replay alike
+    cd(s, out)
+    s.run("set -e _CTXD_PINS_TOLD" if shell == "fish" else "unset _CTXD_PINS_TOLD")
+    assert len(ctxd_lines(cd(s, a))) == 1
+    assert s.env_dump()["_CTXD_PINS_TOLD"] == "node@22"
