@@ -252,16 +252,11 @@ def chain(root, environ=None):
     probed are every path looked at, so the hooks can notice one appearing.
     Under $HOME the chain stops at $HOME, like the root walk (a .contextrc
     above your home directory never layers onto a project in it).
+    (Lives in detectors.py: the cd path needs it without loading this parser.)
     """
-    from ctxd.activation.detectors import ancestors
+    from ctxd.activation.detectors import rc_chain
 
-    files, probed = [], []
-    for d in ancestors(root, environ):
-        p = os.path.join(d, FILENAME) if d != "/" else "/" + FILENAME
-        probed.append(p)
-        if os.path.isfile(p):
-            files.append(p)
-    return files, probed
+    return rc_chain(root, environ)
 
 
 def expand(value, env, home):

@@ -254,3 +254,16 @@ def read_pins(root):
                 if len(parts) >= 2:
                     pins.append((parts[0], " ".join(parts[1:]), ".tool-versions"))
     return pins
+
+
+def rc_chain(root, environ=None):
+    """contextrc.chain(): (the .contextrc files at and above *root*, nearest first;
+    every path probed), up to the same ceiling as the root walk. Here, not in
+    contextrc.py, so a project without a .contextrc never loads its parser."""
+    files, probed = [], []
+    for d in ancestors(root, environ):
+        p = os.path.join(d, CONTEXTRC) if d != "/" else "/" + CONTEXTRC
+        probed.append(p)
+        if os.path.isfile(p):
+            files.append(p)
+    return files, probed

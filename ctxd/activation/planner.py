@@ -9,7 +9,7 @@ from the farthest to the nearest (nearest wins per key), then the
 import os
 
 from ctxd import paths
-from ctxd.activation import config, contextrc, detectors, trust
+from ctxd.activation import config, detectors, trust
 from ctxd.activation.detectors import Plan
 from ctxd.errors import ConfigError
 
@@ -30,7 +30,9 @@ def build(root, base, environ):
     plan.watch.append(paths.config_file(environ))
     plan.timeout = cfg["hooks"]["timeout"]
 
-    files, probed = contextrc.chain(root)
+    files, probed = detectors.rc_chain(root)
+    if files:  # the parser loads only for a project that has one
+        from ctxd.activation import contextrc
     for p in probed:
         if p not in files:
             plan.watch.append(p)  # a .contextrc appearing there re-activates
@@ -81,7 +83,7 @@ def build(root, base, environ):
             break
 
     # Is the root trusted to put its own directories on PATH (and activate a venv)?
-    root_rc = os.path.join(root, contextrc.FILENAME)
+    root_rc = os.path.join(root, detectors.CONTEXTRC)
     plan.trusted = not trust.is_denied(root, environ) and (
         any(p == root_rc for p, _ in layers)
         or trust.dir_allowed(root, environ)

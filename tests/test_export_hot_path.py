@@ -1,0 +1,79 @@
+"""What the real `ctxd export` command (the one the hooks run) loads on entering a project.
+
+Each module the cd path imports costs every first visit of a project its
+unmarshalling and execution (pins.py and the .contextrc parser alone were
+~1 ms); each extension module (zlib, binascii, ...) a dlopen. The modules
+beyond the interpreter's own are checked against a budget here: a new one on
+the path needs a reason and an entry below.
+"""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from ctxd.shells.base import export_command
+
+# the standard library the cd path may use (os and what it loads; the builtin hashes
+# for trust keys, parse-cache keys and project keys, see fileio.sha256_hex, paths)
+STDLIB = {"zipimport", "os", "os.path", "posixpath", "genericpath", "stat", "_stat", "_collections_abc",
+          "_sha1", "_sha256", "_sha2"}
+# ctxd's own modules on the way into a python project with no .contextrc and no pin file
+CTXD = {"ctxd", "ctxd._entry", "ctxd.export_entry", "ctxd.errors", "ctxd.paths", "ctxd.shells",
+        "ctxd.shells.base", "ctxd.shells.bash", "ctxd.activation", "ctxd.activation.export",
+        "ctxd.activation.detectors", "ctxd.activation.envdiff", "ctxd.activation.state",
+        "ctxd.activation.minijson", "ctxd.activation.planner", "ctxd.activation.config",
+        "ctxd.activation.fileio", "ctxd.activation.trust", "ctxd.activation.revisit"}
+# never on that path: loaded only for what needs them
+LATER = {"zlib", "binascii", "hashlib", "re", "json", "tomllib", "subprocess", "fnmatch", "platformdirs", "click",
+         "ctxd.activation.pins", "ctxd.activation.contextrc", "ctxd.activation.direnv",
+         "ctxd.activation.hooks", "ctxd.activation.dotenv_files", "ctxd.boundary"}
+
+DUMP = "\nimport sys as _s; _s.stderr.write('\\nMODULES=' + ' '.join(sorted(_s.modules)))\n"
+
+
+def _modules(argv, cwd, env):
+    code = argv[-1].replace("export_main()", "\ntry:\n    export_main()\nfinally:" + DUMP.replace("\n", "\n    "))
+    p = subprocess.run(argv[:-1] + [code, "export", "bash"], cwd=cwd, env=env, capture_output=True, text=True)
+    assert "MODULES=" in p.stderr, p.stderr
+    return p, set(p.stderr.rsplit("MODULES=", 1)[1].split())
+
+
+@pytest.fixture
+def fresh(tmp_path):
+    home = tmp_path / "home"
+    tree = tmp_path / "tree"
+    (home / ".config" / "ctxd").mkdir(parents=True)
+    (home / ".config" / "ctxd" / "config.toml").write_text("[trust]\nroots = [%s]\n" % json.dumps(str(tree)))
+    proj = tree / "proj"
+    (proj / ".venv" / "bin").mkdir(parents=True)
+    (proj / ".venv" / "bin" / "activate").write_text("")
+    (proj / "pyproject.toml").write_text("")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CTXD_", "XDG_", "_CTXD", "DIRENV_"))}
+    env.update(HOME=str(home), PWD=str(proj))
+    return proj, env
+
+
+def test_entering_a_project_loads_only_the_budgeted_modules(fresh):
+    proj, env = fresh
+    argv = export_command()
+    base = _modules([argv[0], "-I", "-S", "-c", "export_main()"], proj, env)[1] - {"__main__"}
+    first = _modules(argv, proj, env)[1]
+    assert "tomllib" in first  # the first run parses config.toml and caches the result
+    p, mods = _modules(argv, proj, env)  # every later one reads the cache: what each cd pays
+    assert p.returncode == 0 and f"export VIRTUAL_ENV={proj}/.venv" in p.stdout, p.stdout + p.stderr
+    extra = mods - base - {"__main__"}
+    assert not extra & LATER, sorted(extra & LATER)
+    assert extra - STDLIB - CTXD == set(), sorted(extra - STDLIB - CTXD)
+    assert CTXD <= extra  # the budget names what is really there
+
+
+def test_a_contextrc_or_a_pin_file_loads_its_module(fresh):
+    proj, env = fresh
+    (proj / ".nvmrc").write_text("22\n")
+    mods = _modules(export_command(), proj, env)[1]
+    assert "ctxd.activation.pins" in mods and "ctxd.activation.contextrc" not in mods
+    (proj / ".contextrc").write_text("[env]\nA = '1'\n")
+    mods = _modules(export_command(), proj, env)[1]
+    assert "ctxd.activation.contextrc" in mods
