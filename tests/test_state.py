@@ -93,3 +93,18 @@ def test_corrupt_json_tokens_raise_state_error(token):
     with pytest.raises(StateError) as e:
         decode(token)
     assert e.value.exit_code == ExitCode.STATE
+
+
+def test_a_big_state_is_compressed_to_stay_under_the_kernel_limit():
+    """A project setting thousands of variables: as JSON its token would pass Linux's 128 KiB
+    limit for one environment string (MAX_ARG_STRLEN) and every command would fail with
+    E2BIG; above COMPRESS_ABOVE it is compressed and still decodes."""
+    from ctxd.activation.state import COMPRESS_ABOVE
+
+    ours = {f"CT_V{i:04d}": f"value {i} 'q' \\\\ " + "x" * 20 for i in range(3000)}
+    s = State("/p", dict.fromkeys(ours), ours, ["/p/bin"])
+    token = encode(s)
+    assert not token.startswith("{") and len(token) < 64 * 1024, len(token)
+    assert decode(token) == s
+    small = State("/p", {"A": None}, {"A": "x" * (COMPRESS_ABOVE // 2)}, [])
+    assert encode(small).startswith("{") and decode(encode(small)) == small

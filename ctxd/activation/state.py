@@ -69,13 +69,29 @@ def _sorted(obj):
     return obj
 
 
+# Above this size the token is compressed after all (the zlib + base64 form decode() reads):
+# Linux refuses to start any program whose environment holds a string longer than
+# 128 KiB (MAX_ARG_STRLEN, E2BIG), so a project setting thousands of variables would
+# otherwise make every command in the shell fail. Small tokens, the usual case, stay JSON.
+COMPRESS_ABOVE = 4096
+_TO_URLSAFE = bytes.maketrans(b"+/", b"-_")
+
+
 def encode(state):
-    """The CTXD_STATE value for *state*: one line of ASCII JSON (keys sorted)."""
+    """The CTXD_STATE value for *state*: one line of ASCII JSON (keys sorted), or the
+    compressed form when that is longer than COMPRESS_ABOVE."""
     data = state.to_json()
     for key, default in _DEFAULTS:
         if data[key] == default:
             del data[key]  # decode() reads a missing one as its default
-    return minijson.dumps(_sorted(data))
+    text = minijson.dumps(_sorted(data))
+    if len(text) <= COMPRESS_ABOVE:
+        return text
+    import binascii
+    import zlib
+
+    packed = binascii.b2a_base64(zlib.compress(text.encode("ascii"), 9), newline=False)
+    return packed.translate(_TO_URLSAFE).decode("ascii")
 
 
 def _legacy_json(token):
