@@ -15,20 +15,20 @@ _ctxd_cmd=(@CTXD_COMMAND@)
 _ctxd_nl=$'\n'
 \builtin export _CTXD_HOOK=bash  # for `ctxd doctor` (a child process cannot see shell functions)
 
-# Status 0 when the directory $_ctxd_d holds a marker: one [[ ]] naming each
-# of _ctxd_markers (generated from the same list), twice as fast as a loop.
-_ctxd_has_marker() {
-  [[ @CTXD_MARKER_TEST@ ]]
-}
-
 # Nearest directory at or above $PWD holding a marker -> _ctxd_r ("" if none).
+# Under $HOME the walk stops at $HOME (a marker above your home directory does
+# not make a directory in it a project; ctxd.activation.detectors.ceiling).
+# Each level is one generated [[ -e d/m1 || -e d/m2 ... ]] naming every marker,
+# twice as fast as a loop over them.
 _ctxd_find_root() {
-  \builtin local _ctxd_d="$PWD" _ctxd_more=1
+  \builtin local _ctxd_d="$PWD" _ctxd_more=1 _ctxd_top="${HOME-}"
   _ctxd_r=
+  while [[ $_ctxd_top == */ ]]; do _ctxd_top=${_ctxd_top%/}; done
+  [[ -n $_ctxd_top && ( $_ctxd_d == "$_ctxd_top" || $_ctxd_d == "$_ctxd_top"/* ) ]] || _ctxd_top=
   while [[ -n $_ctxd_more ]]; do
     # "" stands for / once the last component is gone
-    [[ -z $_ctxd_d || $_ctxd_d == / ]] && _ctxd_more=
-    if _ctxd_has_marker; then
+    [[ -z $_ctxd_d || $_ctxd_d == / || $_ctxd_d == "$_ctxd_top" ]] && _ctxd_more=
+    if [[ @CTXD_MARKER_TEST@ ]]; then
       _ctxd_r=${_ctxd_d:-/}
       \builtin return 0
     fi

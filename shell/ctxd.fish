@@ -13,47 +13,97 @@ set -g __ctxd_cmd @CTXD_COMMAND@
 set -gx _CTXD_HOOK fish  # for `ctxd doctor` (a child process cannot see shell functions)
 
 # Nearest directory at or above $PWD holding a marker -> $__ctxd_r ("" if
-# none). All ancestor/marker candidates, nearest first, go to one `path filter`
-# (fish >= 3.5): a `test -e` per candidate and a command substitution per level
-# cost ~4 ms a walk in a deep tree, twice per cd. Every command substitution
-# here ends in `string split`/`split0`, so a newline in a name cannot split it.
+# none). Under $HOME the walk stops at $HOME (a marker above your home
+# directory does not make a directory in it a project;
+# ctxd.activation.detectors.ceiling). Every ancestor/marker candidate goes to
+# one `path filter` (fish >= 3.5); the candidate list is a pure function of
+# $PWD and $HOME, kept between prompts and extended, not rebuilt, on a cd to a
+# child or a sibling (see __ctxd_ancestors). Every command substitution here
+# ends in `string split`/`split0`, so a newline in a name cannot split it.
 builtin -q path 2>/dev/null; and set -g __ctxd_path_filter 1
+set -g __ctxd_anc_for  # the $PWD and $HOME that __ctxd_anc/__ctxd_cands are for
+set -g __ctxd_anc_home
+set -g __ctxd_top ""
+set -g __ctxd_up_for  # the parent whose children __ctxd_up_re matches
+set -g __ctxd_up_re
+set -g __ctxd_anc
+set -g __ctxd_cands
+set -g __ctxd_nm1 (math (count $__ctxd_markers) + 1)
 
-function __ctxd_find_root
-    set -g __ctxd_r ""
+# $PWD and its parents, nearest first, up to $HOME or / ("" stands for /) ->
+# __ctxd_anc; every ancestor/marker pair, ancestor by ancestor -> __ctxd_cands.
+function __ctxd_ancestors
+    if test "$__ctxd_anc_home" = "$HOME"
+        test "$__ctxd_anc_for" = "$PWD"; and return 0
+        if set -q __ctxd_anc[2]; and set -q __ctxd_path_filter; and test "$PWD" != "$__ctxd_top"
+            # a cd into a sibling: the same ancestors above it (a regex of the
+            # parent, kept while the parent stays: no command substitution;
+            # `string collect` (fish >= 3.3, like `path`) keeps a newline in it)
+            if test "$__ctxd_up_for" != "$__ctxd_anc[2]"
+                set -g __ctxd_up_re '^'(string escape --style=regex -- $__ctxd_anc[2] | string collect)'/[^/]+$'
+                set -g __ctxd_up_for $__ctxd_anc[2]
+            end
+            if string match -qr -- $__ctxd_up_re $PWD
+                set -g __ctxd_anc $PWD $__ctxd_anc[2..-1]
+                set -g __ctxd_cands $PWD/$__ctxd_markers $__ctxd_cands[$__ctxd_nm1..-1]
+                set -g __ctxd_anc_for $PWD
+                return 0
+            end
+        end
+        if set -q __ctxd_anc[1]; and test "$PWD" != "$__ctxd_top"
+            set -l parts (string split -r -m1 / -- $PWD)
+            if test "$parts[1]" = "$__ctxd_anc_for"
+                # a cd into a child: one ancestor more
+                set -g __ctxd_anc $PWD $__ctxd_anc
+                set -g __ctxd_cands $PWD/$__ctxd_markers $__ctxd_cands
+                set -g __ctxd_anc_for $PWD
+                return 0
+            end
+        end
+    else
+        set -g __ctxd_anc_home $HOME
+        set -g __ctxd_top (string trim -r -c / -- "$HOME")
+        set -g __ctxd_top (string join \n -- $__ctxd_top)  # one line per item: join them back
+    end
     set -l d ""
-    set -l anc ""  # "" stands for /
+    set -l anc ""
     for p in (string split -n / -- $PWD)
         set d $d/$p
         set -p anc $d
     end
-    if set -q __ctxd_path_filter
-        # $anc/$__ctxd_markers is every ancestor/marker pair (fish's cartesian
-        # product, marker by marker), one `path filter` tests them all: the
-        # nearest root is the longest directory holding a hit (all of them are
-        # prefixes of $PWD, so the last in sort order). 0.6 ms a walk where a
-        # list built ancestor by ancestor took 2.3 ms.
-        set -l hits (builtin path filter -Z -- $anc/$__ctxd_markers | string split0)
-        test -n "$hits[1]"; or return 0
-        set __ctxd_r (builtin path dirname -Z -- $hits | builtin path sort -r -z -Z | string split0)[1]
-        return 0
+    if test -n "$__ctxd_top"; and set -l i (contains -i -- $__ctxd_top $anc)
+        set anc $anc[1..$i]
     end
-    set -l cands
+    set -g __ctxd_anc $anc
+    set -g __ctxd_cands
     for d in $anc
-        set -a cands $d/$__ctxd_markers
+        set -a __ctxd_cands $d/$__ctxd_markers
     end
-    set -l hit
-    begin
-        for c in $cands
-            if test -e "$c"
-                set hit $c
-                break
+    set -g __ctxd_anc_for $PWD
+end
+
+function __ctxd_find_root
+    set -g __ctxd_r ""
+    __ctxd_ancestors
+    if set -q __ctxd_path_filter
+        # the usual case, no project: one builtin call, one stat per candidate
+        builtin path filter -q -- $__ctxd_cands; or return 0
+        for d in $__ctxd_anc
+            if builtin path filter -q -- $d/$__ctxd_markers
+                set __ctxd_r $d
+                test -n "$d"; or set __ctxd_r /  # "" stands for /
+                return 0
             end
         end
+        return 0
     end
-    test -n "$hit"; or return 0
-    set __ctxd_r (string split -r -m1 / -- $hit)[1]
-    test -n "$__ctxd_r"; or set __ctxd_r /
+    for c in $__ctxd_cands
+        if test -e "$c"
+            set __ctxd_r (string split -r -m1 / -- $c)[1]
+            test -n "$__ctxd_r"; or set __ctxd_r /
+            return 0
+        end
+    end
 end
 
 # Status 0 when a watched file changed since the last export (or since the
@@ -167,16 +217,19 @@ function __ctxd_hook
     set -l ctxd_status $status
     test "$argv[1]" = --no-walk; or __ctxd_find_root
     set -l r $__ctxd_r
-    set -q CTXD_STATE; and set -l cur_state "$CTXD_STATE"; or set -l cur_state ""
-    # a changed DIRENV_DIFF (direnv loaded, reloaded or unloaded) asks ctxd too:
-    # a reload reverts PATH to direnv's snapshot, which may predate ctxd's entries
-    set -q DIRENV_DIFF; and set -l cur_direnv "$DIRENV_DIFF"; or set -l cur_direnv ""
-    if test "$__ctxd_init" = 1; and test "$r" = "$__ctxd_root"; and test "$cur_state" = "$__ctxd_seen"
-        and test "$cur_direnv" = "$__ctxd_dseen"
-        if not __ctxd_watch_changed
+    # Nothing to do when the root, the state and direnv's diff are what they
+    # were after the last run (one comparison: neither CTXD_STATE nor
+    # DIRENV_DIFF holds a newline, so the joined fields cannot alias) and no
+    # watched file changed. A changed DIRENV_DIFF (direnv loaded, reloaded or
+    # unloaded) asks ctxd too: a reload reverts PATH to direnv's snapshot,
+    # which may predate ctxd's entries.
+    if test "$r"\n"$CTXD_STATE"\n"$DIRENV_DIFF" = "$__ctxd_sig"
+        if test -z "$CTXD_WATCH"; or not __ctxd_watch_changed
             return $ctxd_status
         end
     end
+    set -l cur_state "$CTXD_STATE"
+    set -l cur_direnv "$DIRENV_DIFF"
     # The environment changes from here on. Ctrl-C must not stop that halfway:
     # while a SIGINT handler exists, fish runs it instead of cancelling what
     # is running, so one that does nothing holds Ctrl-C until the change is
@@ -201,11 +254,10 @@ function __ctxd_hook
         __ctxd_run; or set done 0
     end
     if test $done = 1
-        set -g __ctxd_init 1
         set -g __ctxd_root $r
         set -g __ctxd_path "$PATH"
-        set -q CTXD_STATE; and set -g __ctxd_seen "$CTXD_STATE"; or set -g __ctxd_seen ""
-        set -q DIRENV_DIFF; and set -g __ctxd_dseen "$DIRENV_DIFF"; or set -g __ctxd_dseen ""
+        set -g __ctxd_seen "$CTXD_STATE"
+        set -g __ctxd_sig "$r"\n"$CTXD_STATE"\n"$DIRENV_DIFF"
     end
     builtin functions -e __ctxd_hold_sigint
     return $ctxd_status
@@ -220,11 +272,19 @@ end
 
 function __ctxd_on_prompt --on-event fish_prompt
     set -l st $status
-    set -l walk
-    set -q __ctxd_walked; and test "$__ctxd_walked" = "$PWD"; and set walk --no-walk
-    set -e __ctxd_walked
-    __ctxd_status $st  # the hook keeps $status: give it the user's
-    __ctxd_hook $walk
+    if test "$__ctxd_walked" = "$PWD"
+        set -g __ctxd_walked
+        # nothing changed since the walk this command line's cd ran
+        if test "$__ctxd_r"\n"$CTXD_STATE"\n"$DIRENV_DIFF" = "$__ctxd_sig"; and test -z "$CTXD_WATCH"
+            return $st
+        end
+        __ctxd_status $st  # the hook keeps $status: give it the user's
+        __ctxd_hook --no-walk
+        return
+    end
+    set -g __ctxd_walked
+    __ctxd_status $st
+    __ctxd_hook
 end
 
 function __ctxd_status

@@ -15,13 +15,18 @@ _ctxd_cmd=(@CTXD_COMMAND@)
 
 _ctxd_find_root() {
   \builtin emulate -L zsh
-  \builtin local _ctxd_d=$PWD
+  \builtin local _ctxd_d=$PWD _ctxd_top=${HOME-}
   \builtin local -a _ctxd_anc _ctxd_hits
+  # under $HOME the walk stops at $HOME (a marker above your home directory
+  # does not make a directory in it a project; ctxd.activation.detectors.ceiling)
+  while [[ $_ctxd_top == */ ]]; do _ctxd_top=${_ctxd_top%/}; done
+  [[ -n $_ctxd_top && ( $_ctxd_d == "$_ctxd_top" || $_ctxd_d == "$_ctxd_top"/* ) ]] || _ctxd_top=
   while [[ -n $_ctxd_d ]]; do
     _ctxd_anc+=("$_ctxd_d")
+    [[ $_ctxd_d == "$_ctxd_top" ]] && break
     _ctxd_d=${_ctxd_d%/*}
   done
-  _ctxd_anc+=("")  # "" stands for /
+  [[ -n $_ctxd_d ]] || _ctxd_anc+=("")  # "" stands for /
   # Every ancestor/marker pair, nearest ancestor first, in one expansion:
   # ${^...} pairs the two lists, (N-^@) keeps only the paths that exist,
   # following symlinks like [[ -e ]] (a dangling one is no marker); the

@@ -88,7 +88,7 @@ class Bash(Shell):
         return ansi_c_quote(value)
 
     def marker_test(self, markers):
-        # the inside of one [[ ]]: is any marker in $_ctxd_d (see _ctxd_has_marker)
+        # the inside of one [[ ]]: is any marker in $_ctxd_d (see _ctxd_find_root)
         return " || ".join(f"-e ${{_ctxd_d}}/{ansi_c_quote(m)}" for m in markers) or "-n ''"
 
     def set_var(self, name, value):
