@@ -20,7 +20,7 @@ from ctxd.shells.base import export_command
 STDLIB = {"zipimport", "os", "os.path", "posixpath", "genericpath", "stat", "_stat", "_collections_abc",
           "_sha1", "_sha256", "_sha2"}
 # ctxd's own modules on the way into a python project with no .contextrc and no pin file
-CTXD = {"ctxd", "ctxd._entry", "ctxd.export_entry", "ctxd.errors", "ctxd.paths", "ctxd.shells",
+CTXD = {"ctxd", "ctxd.export_entry", "ctxd.errors", "ctxd.paths", "ctxd.shells",
         "ctxd.shells.base", "ctxd.shells.bash", "ctxd.activation", "ctxd.activation.export",
         "ctxd.activation.detectors", "ctxd.activation.envdiff", "ctxd.activation.state",
         "ctxd.activation.minijson", "ctxd.activation.planner", "ctxd.activation.config",

@@ -272,7 +272,7 @@ def check_prompt_command(environ):
 
 
 def check_interpreter():
-    from ctxd.shells.base import export_command
+    from ctxd.shells.base import EXPORT_CALL, export_command
 
     cmd = export_command()
     exe = cmd[0]
@@ -293,8 +293,8 @@ def check_interpreter():
                      "install ctxd with a real interpreter (e.g. pipx install ctxd), then re-run "
                      "ctxd setup and open a new shell")
     code = cmd[4]
-    tail = ";from ctxd._entry import export_main;export_main()"
-    probe = "import ctxd,ctxd._entry,ctxd.activation.export;print(ctxd.__file__)"
+    tail = ";" + EXPORT_CALL
+    probe = "import ctxd,ctxd.export_entry,ctxd.activation.export;print(ctxd.__file__)"
     code = code[: -len(tail)] + ";" + probe if code.endswith(tail) else probe
     try:
         r = subprocess.run([exe, "-I", "-S", "-c", code], capture_output=True, text=True, timeout=30,
