@@ -16,36 +16,37 @@ set -gx _CTXD_HOOK fish  # for `ctxd doctor` (a child process cannot see shell f
 # none). Under $HOME the walk stops at $HOME (a marker above your home
 # directory does not make a directory in it a project;
 # ctxd.activation.detectors.ceiling). Every ancestor/marker candidate goes to
-# one `path filter` (fish >= 3.5); the candidate list is a pure function of
-# $PWD and $HOME, kept between prompts and extended, not rebuilt, on a cd to a
-# child or a sibling (see __ctxd_ancestors). Every command substitution here
-# ends in `string split`/`split0`, so a newline in a name cannot split it.
+# one `path filter` (fish >= 3.5). The ancestors and their candidates are a
+# pure function of $PWD and $HOME: they are kept between prompts, and a cd
+# into a sibling or a child reuses them (see __ctxd_ancestors). Every command
+# substitution here ends in `string split`/`collect`, so a newline in a name
+# cannot split it.
 builtin -q path 2>/dev/null; and set -g __ctxd_path_filter 1
-set -g __ctxd_anc_for  # the $PWD and $HOME that __ctxd_anc/__ctxd_cands are for
+set -g __ctxd_anc_for  # the $PWD and $HOME that __ctxd_anc/__ctxd_upc are for
 set -g __ctxd_anc_home
 set -g __ctxd_top ""
 set -g __ctxd_up_for  # the parent whose children __ctxd_up_re matches
 set -g __ctxd_up_re
 set -g __ctxd_anc
-set -g __ctxd_cands
-set -g __ctxd_nm1 (math (count $__ctxd_markers) + 1)
+set -g __ctxd_upc
 
 # $PWD and its parents, nearest first, up to $HOME or / ("" stands for /) ->
-# __ctxd_anc; every ancestor/marker pair, ancestor by ancestor -> __ctxd_cands.
+# __ctxd_anc; every ancestor/marker pair of the parents (__ctxd_anc[2..]),
+# ancestor by ancestor -> __ctxd_upc.
 function __ctxd_ancestors
     if test "$__ctxd_anc_home" = "$HOME"
         test "$__ctxd_anc_for" = "$PWD"; and return 0
         if set -q __ctxd_anc[2]; and set -q __ctxd_path_filter; and test "$PWD" != "$__ctxd_top"
-            # a cd into a sibling: the same ancestors above it (a regex of the
-            # parent, kept while the parent stays: no command substitution;
-            # `string collect` (fish >= 3.3, like `path`) keeps a newline in it)
+            # a cd into a sibling: the same parents, so the same __ctxd_upc
+            # (a regex of the parent, kept while it stays: no command
+            # substitution; `string collect` (fish >= 3.3, like `path`)
+            # keeps a newline in it)
             if test "$__ctxd_up_for" != "$__ctxd_anc[2]"
                 set -g __ctxd_up_re '^'(string escape --style=regex -- $__ctxd_anc[2] | string collect)'/[^/]+$'
                 set -g __ctxd_up_for $__ctxd_anc[2]
             end
             if string match -qr -- $__ctxd_up_re $PWD
-                set -g __ctxd_anc $PWD $__ctxd_anc[2..-1]
-                set -g __ctxd_cands $PWD/$__ctxd_markers $__ctxd_cands[$__ctxd_nm1..-1]
+                set -g __ctxd_anc[1] $PWD
                 set -g __ctxd_anc_for $PWD
                 return 0
             end
@@ -54,8 +55,8 @@ function __ctxd_ancestors
             set -l parts (string split -r -m1 / -- $PWD)
             if test "$parts[1]" = "$__ctxd_anc_for"
                 # a cd into a child: one ancestor more
+                set -g __ctxd_upc $__ctxd_anc[1]/$__ctxd_markers $__ctxd_upc
                 set -g __ctxd_anc $PWD $__ctxd_anc
-                set -g __ctxd_cands $PWD/$__ctxd_markers $__ctxd_cands
                 set -g __ctxd_anc_for $PWD
                 return 0
             end
@@ -75,9 +76,9 @@ function __ctxd_ancestors
         set anc $anc[1..$i]
     end
     set -g __ctxd_anc $anc
-    set -g __ctxd_cands
-    for d in $anc
-        set -a __ctxd_cands $d/$__ctxd_markers
+    set -g __ctxd_upc
+    for d in $anc[2..-1]
+        set -a __ctxd_upc $d/$__ctxd_markers
     end
     set -g __ctxd_anc_for $PWD
 end
@@ -87,7 +88,7 @@ function __ctxd_find_root
     __ctxd_ancestors
     if set -q __ctxd_path_filter
         # the usual case, no project: one builtin call, one stat per candidate
-        builtin path filter -q -- $__ctxd_cands; or return 0
+        builtin path filter -q -- $__ctxd_anc[1]/$__ctxd_markers $__ctxd_upc; or return 0
         for d in $__ctxd_anc
             if builtin path filter -q -- $d/$__ctxd_markers
                 set __ctxd_r $d
@@ -97,7 +98,7 @@ function __ctxd_find_root
         end
         return 0
     end
-    for c in $__ctxd_cands
+    for c in $__ctxd_anc[1]/$__ctxd_markers $__ctxd_upc
         if test -e "$c"
             set __ctxd_r (string split -r -m1 / -- $c)[1]
             test -n "$__ctxd_r"; or set __ctxd_r /
