@@ -142,3 +142,17 @@ def test_setup_prints_then_writes_once(tmp_path):
     assert rc.count("ctxd hook zsh") == 2  # on PATH, else the absolute fallback (one block)
     ctxd("setup", "--shell", "fish", "--write", env=env, cwd=tmp_path)
     assert "ctxd hook fish | source" in (home / ".config/fish/config.fish").read_text()
+
+
+def test_show_names_a_marker_above_home_that_does_not_count(tmp_path):
+    home = tmp_path / "home"
+    (home / "src").mkdir(parents=True)
+    (tmp_path / "Makefile").write_text("all:\n")
+    info = json.loads(ctxd("show", "--json", cwd=home / "src", env={"HOME": str(home)}).stdout)
+    assert info["root"] is None
+    assert info["notes"] == [f"no project marker from here up to $HOME ({home}), where the search stops; "
+                             f"{tmp_path}, above it, holds one but does not count here"]
+    # outside $HOME the same marker is the root
+    (tmp_path / "elsewhere").mkdir()
+    info = json.loads(ctxd("show", "--json", cwd=tmp_path / "elsewhere", env={"HOME": str(home)}).stdout)
+    assert info["root"] == str(tmp_path)

@@ -51,7 +51,13 @@ def explain(directory, environ):
         "warnings": [],
     }
     if not t.plan:
-        info["notes"].append("no project marker at or above this directory")
+        top = detectors.ceiling(directory, environ)
+        above = detectors.find_root(os.path.dirname(top), environ={}) if top else None
+        if above:  # what a user coming from direnv or an older ctxd may expect to be found
+            info["notes"].append(f"no project marker from here up to $HOME ({top}), where the search "
+                                 f"stops; {above}, above it, holds one but does not count here")
+        else:
+            info["notes"].append("no project marker at or above this directory")
         return info
     plan = t.plan
     info["types"] = [{"name": n, "markers": m} for n, m in plan.types]
