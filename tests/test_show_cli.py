@@ -63,7 +63,10 @@ def test_show_for_another_dir_and_text(project, tmp_path):
 
 def test_show_marks_active_state(project):
     code = ctxd("export", "bash", cwd=project).stdout
-    token = [l for l in code.splitlines() if l.startswith("export CTXD_STATE=")][0].split("=", 1)[1]
+    line = [l for l in code.splitlines() if l.startswith("export CTXD_STATE=")][0]
+    # the token is quoted for bash (JSON needs it): let bash read it
+    token = subprocess.run(["bash", "-c", line + '\nprintf %s "$CTXD_STATE"'], capture_output=True,
+                           text=True, check=True).stdout
     info = json.loads(ctxd("show", "--json", cwd=project, env={"CTXD_STATE": token}).stdout)
     assert info["active"] is True and info["active_root"] == str(project)
 
