@@ -42,7 +42,7 @@ def export_main(argv=None):
     try:
         from ctxd.activation.export import export
 
-        code, status = export(shell, os.environ)
+        code, status = export(shell, dict(os.environ))  # a plain dict: ~100 lookups, no decoding each
     except (Exception, KeyboardInterrupt) as e:  # never a traceback into the user's prompt
         from ctxd.boundary import failure, say
 

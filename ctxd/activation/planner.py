@@ -84,13 +84,15 @@ def build(root, base, environ):
 
     # Is the root trusted to put its own directories on PATH (and activate a venv)?
     root_rc = os.path.join(root, detectors.CONTEXTRC)
-    plan.trusted = not trust.is_denied(root, environ) and (
+    allow_file, deny_file = trust.root_files(root, environ)
+    denied = os.path.exists(deny_file)
+    plan.trusted = not denied and (
         any(p == root_rc for p, _ in layers)
-        or trust.dir_allowed(root, environ)
+        or trust.allows_dir(allow_file)
         or trust.under_trusted_tree(root, list(cfg["trust"]["roots"]) + trust.trees(environ))
     )
-    plan.watch.append(trust.allow_file(root, environ))
-    plan.watch.append(trust.deny_file(root, environ))
+    plan.watch.append(allow_file)
+    plan.watch.append(deny_file)
     plan.watch.append(trust.tree_dir(environ))
 
     if error:
@@ -113,7 +115,7 @@ def build(root, base, environ):
     if plan.trusted:
         plan.sets.extend(probe.sets)
         plan.prepend.extend(probe.prepend)
-    elif trust.is_denied(root, environ):
+    elif denied:
         plan.notes.append("detected environment withheld: you denied this root (ctxd allow undoes it)")
     elif probe.sets or probe.prepend:
         what = ", ".join(sorted({s.split(":")[0] for _, _, s, _ in probe.sets} |

@@ -57,8 +57,19 @@ def is_denied(path, environ=None):
 def dir_allowed(path, environ=None):
     if os.path.exists(deny_file(path, environ)):
         return False
-    record = _read(allow_file(path, environ))
+    return allows_dir(allow_file(path, environ))
+
+
+def allows_dir(allow_path):
+    """Whether the allow file *allow_path* trusts a directory (see allow())."""
+    record = _read(allow_path)
     return record is not None and record.startswith("dir\n")
+
+
+def root_files(path, environ=None):
+    """(allow_file(path), deny_file(path)) with one realpath and one hash for both."""
+    d, key = paths.trust_dir(environ), _key(path)
+    return os.path.join(d, "allow", key), os.path.join(d, "deny", key)
 
 
 def under_trusted_tree(root, trees):
