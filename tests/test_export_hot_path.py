@@ -12,6 +12,8 @@ import os
 import subprocess
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from ctxd.shells.base import export_command
 
@@ -77,3 +79,29 @@ def test_a_contextrc_or_a_pin_file_loads_its_module(fresh):
     (proj / ".contextrc").write_text("[env]\nA = '1'\n")
     mods = _modules(export_command(), proj, env)[1]
     assert "ctxd.activation.contextrc" in mods
+
+
+def _ansi_c_quote_bytewise(value, always=False):
+    """ctxd.shells.bash.ansi_c_quote as it was before its fast path for printable ASCII."""
+    from ctxd.shells import bash
+
+    data = value.encode("utf-8", "surrogateescape")
+    if (not always and data and not data.translate(None, bash._PLAIN_BYTES) and data[0] not in b"=%"
+            and b":=" not in data):
+        return value
+    return "$'" + data.decode("latin-1").translate(bash._ESCAPE) + "'"
+
+
+
+@given(st.text() | st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7e)), st.booleans())
+@example("", False)
+@example("=x", False)
+@example("a:=b", False)
+@example("%x", False)
+@example("/p/a b", False)
+@example("it's", False)
+@example("a\\b", True)
+def test_bash_quoting_fast_path_is_the_bytewise_quoting(value, always):
+    from ctxd.shells.bash import ansi_c_quote
+
+    assert ansi_c_quote(value, always) == _ansi_c_quote_bytewise(value, always)

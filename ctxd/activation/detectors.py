@@ -215,10 +215,11 @@ def detect(root, environ, plan=None, enabled=None, apply=True):
     """
     plan = plan or Plan(root)
     plan.watch.append(root)  # entries appearing or vanishing (.venv, markers)
+    at = root.rstrip("/") + "/"  # os.path.join(root, m) for these plain names, without its cost
     for det in DETECTORS:
         if enabled is not None and enabled.get(det.name) is False:
             continue
-        found = [m for m in det.markers if os.path.exists(os.path.join(root, m))]
+        found = [m for m in det.markers if os.path.exists(at + m)]
         if not found:
             continue
         plan.types.append((det.name, found))
@@ -226,7 +227,7 @@ def detect(root, environ, plan=None, enabled=None, apply=True):
             det.activate(root, plan, environ)
     # version pins: their bins go behind the project's own (venv, node_modules); pins.py
     # (the largest module of the cd path) loads only for a root that holds a pin file
-    if apply and any(os.path.exists(os.path.join(root, f)) for f in PIN_FILES):
+    if apply and any(os.path.exists(at + f) for f in PIN_FILES):
         from ctxd.activation import pins
 
         pins.activate(root, plan, environ, enabled)

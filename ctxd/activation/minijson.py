@@ -13,6 +13,8 @@ _ESC = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "
 
 
 def _str(s):
+    if s.isascii() and s.isprintable() and '"' not in s and "\\" not in s:
+        return '"' + s + '"'  # nothing to escape (most paths and names): no loop
     out = ['"']
     for ch in s:
         o = ord(ch)

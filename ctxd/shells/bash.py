@@ -11,12 +11,18 @@ _PLAIN = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456
 
 
 _PLAIN_BYTES = bytes(sorted(_PLAIN))
+_PLAIN_TEXT = _PLAIN_BYTES.decode("ascii")
 # byte -> its text inside $'...': printable ASCII but ' and backslash as is, the rest \xHH
 # (str.translate over the latin-1 decoding: the loop runs in C, ~20x a Python loop)
 _ESCAPE = {c: ("\\x%02x" % c) for c in range(256) if not (0x20 <= c < 0x7F) or c in (0x27, 0x5C)}
 
 
 def ansi_c_quote(value, always=False):
+    if value.isascii() and value.isprintable() and "'" not in value and "\\" not in value:
+        # printable ASCII but ' and backslash: the same inside $'...' (the usual path or name)
+        if always or not value or value[0] in "=%" or ":=" in value or value.strip(_PLAIN_TEXT):
+            return "$'" + value + "'"
+        return value
     data = to_bytes(value)
     # zsh expands "=cmd" at the start of an assignment's value and after any ":"
     # in it (export X=a:=ls gives a:/usr/bin/ls), so those stay quoted
