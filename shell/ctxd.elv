@@ -1,7 +1,8 @@
 # ctxd hook for elvish. Install with:  eval (ctxd hook elvish | slurp)
 # (in ~/.config/elvish/rc.elv). Runs before each prompt (edit:before-readline);
-# starts ctxd only inside a project (a marker at or above $pwd) or when
-# leaving one. ctxd's output is evaluated with `eval &ns=` in a namespace
+# walks up from $pwd (to $E:HOME when $pwd is in it) looking for a project
+# marker and starts ctxd only when the root, CTXD_STATE or a watched file
+# changed since its last run. ctxd's output is evaluated with `eval &ns=` in a namespace
 # holding only this hook's three helpers, so it cannot touch the user's
 # variables; the restore closure lives here. Installing twice replaces the
 # first hook (edit:before-readline keeps one ctxd entry).
@@ -16,6 +17,16 @@ set-env _CTXD_HOOK elvish  # for `ctxd doctor` (a child process cannot see shell
 var _ctxd_restore = $nil
 var _ctxd_fast_leave = '0'
 var _ctxd_failed = $nil  # the root a failed run was for: wait for another before retrying
+# The last run's root and CTXD_STATE and what CTXD_WATCH named then (kept in
+# this shell only): while they hold, no process starts. elvish cannot read an
+# mtime, so a "+" path is remembered by what it holds (a file's content, a
+# directory's entries) and a "-" path must still not exist.
+var _ctxd_init = $false
+var _ctxd_root = ''
+var _ctxd_seen = $nil
+var _ctxd_sigs = [&]
+var _ctxd_absent = []
+var _ctxd_interrupted = $false
 
 var _ctxd_ns = (ns [
   &ctxd-set-restore~={|f| set _ctxd_restore = $f }
@@ -23,15 +34,70 @@ var _ctxd_ns = (ns [
   &ctxd-set-flag~={|name value| if (eq $name _ctxd_fast_leave) { set _ctxd_fast_leave = $value } }
 ])
 
-# the nearest directory at or above $pwd holding a marker, or ''
+# like the shells' `-e` (and Python's os.path.exists): symlinks followed
+fn _ctxd_exists {|p|
+  or (path:is-regular &follow-symlink $p) (path:is-dir &follow-symlink $p)
+}
+
+# the nearest directory at or above $pwd holding a marker, or ''. Inside
+# $E:HOME (trailing slashes removed) the walk stops there: a marker above your
+# home directory does not make a directory in it a project. (Stopping where
+# the walk meets $E:HOME is the same as "$pwd is $E:HOME or below it".)
 fn _ctxd_find_root {
+  var h = ''
+  if (has-env HOME) { set h = (str:trim-right (get-env HOME) /) }
   var d = $pwd
   while $true {
     for m $_ctxd_markers {
-      if (or (path:is-regular $d/$m) (path:is-dir $d/$m)) { put $d; return }
+      if (_ctxd_exists $d/$m) { put $d; return }
     }
-    if (or (eq $d /) (eq $d '')) { put ''; return }
+    if (or (eq $d /) (eq $d '') (eq $d $h)) { put ''; return }
     set d = (path:dir $d)
+  }
+}
+
+# what a watched path holds now: "f" and a file's content, "d" and a
+# directory's entries, '' when it is neither
+fn _ctxd_sig {|p|
+  try {
+    if (path:is-regular &follow-symlink $p) {
+      put 'f'(slurp < $p)
+    } elif (path:is-dir &follow-symlink $p) {
+      put 'd'(str:join "\n" [(put $p/*[match-hidden][nomatch-ok])])
+    } else {
+      put ''
+    }
+  } catch {
+    put '?'  # unreadable: the same '?' until it is readable again
+  }
+}
+
+# whether a path CTXD_WATCH named at the last run appeared, went or changed
+fn _ctxd_watch_changed {
+  for p $_ctxd_absent {
+    if (_ctxd_exists $p) { put $true; return }
+  }
+  for p [(keys $_ctxd_sigs)] {
+    var now = (_ctxd_sig $p)
+    if (or (eq $now '') (not-eq $now $_ctxd_sigs[$p])) { put $true; return }
+  }
+  put $false
+}
+
+# Remember CTXD_WATCH's paths after a run. A path watched before the run too
+# keeps what it held just before ctxd started ($pre): an edit made while ctxd
+# ran is then seen at the next prompt.
+fn _ctxd_remember {|pre|
+  set _ctxd_sigs = [&]
+  set _ctxd_absent = []
+  if (not (has-env CTXD_WATCH)) { return }
+  for l [(str:split "\n" (get-env CTXD_WATCH) | drop 1)] {  # (the first line is the stamp)
+    if (str:has-prefix $l +) {
+      var p = $l[1..]
+      if (has-key $pre $p) { set _ctxd_sigs[$p] = $pre[$p] } else { set _ctxd_sigs[$p] = (_ctxd_sig $p) }
+    } elif (str:has-prefix $l -) {
+      set _ctxd_absent = [$@_ctxd_absent $l[1..]]
+    }
   }
 }
 
@@ -62,8 +128,12 @@ fn _ctxd_apply {|code|
   if (not-eq $code '') { eval &ns=$_ctxd_ns $code }
 }
 
-fn _ctxd_hook {
-  var r = (_ctxd_find_root)
+fn _ctxd_state {
+  if (has-env CTXD_STATE) { get-env CTXD_STATE } else { put $nil }
+}
+
+# one export for root $r; sets $_ctxd_interrupted when ctxd was killed (nothing changed then)
+fn _ctxd_run {|r|
   if (and (eq $r '') (not (has-env CTXD_STATE))) { set _ctxd_failed = $nil; return }
   if (and (not-eq $_ctxd_failed $nil) (eq $_ctxd_failed $r) (not (has-env CTXD_STATE))) { return }
   set _ctxd_failed = $nil
@@ -72,6 +142,7 @@ fn _ctxd_hook {
   if (> $rc 128) {
     # killed by a signal: what it printed may be cut short, so none of it runs
     echo 'ctxd: interrupted; the environment is unchanged (ctxd tries again at the next prompt)' >&2
+    set _ctxd_interrupted = $true
     return
   }
   try { _ctxd_apply $out } catch e { set rc = 1 }
@@ -90,6 +161,24 @@ fn _ctxd_hook {
     } else {
       set _ctxd_failed = $r
     }
+  }
+}
+
+fn _ctxd_hook {
+  var r = (_ctxd_find_root)
+  if (and $_ctxd_init (eq $r $_ctxd_root) (eq (_ctxd_state) $_ctxd_seen) (not (_ctxd_watch_changed))) {
+    return  # nothing can have changed: no process
+  }
+  set _ctxd_init = $false
+  var pre = [&]
+  for p [(keys $_ctxd_sigs)] { set pre[$p] = (_ctxd_sig $p) }
+  set _ctxd_interrupted = $false
+  _ctxd_run $r
+  if (not $_ctxd_interrupted) {
+    set _ctxd_root = $r
+    set _ctxd_seen = (_ctxd_state)
+    _ctxd_remember $pre
+    set _ctxd_init = $true
   }
 }
 
