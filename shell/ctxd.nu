@@ -1,10 +1,11 @@
 # ctxd hook for nushell. Install with (nu reads its autoload dir at start):
 #   ctxd hook nu | save -f ($nu.user-autoload-dirs | first | path join ctxd.nu)
 # or `source` the saved file from config.nu. Runs before each prompt
-# (hooks.pre_prompt); starts ctxd only inside a project (a marker at or above
-# $env.PWD) or when leaving one. nu cannot evaluate a string: `ctxd export nu`
-# prints JSON operations (see ctxd/shells/nu.py) that this hook applies; PATH
-# is a list here. The hook's own state (the restore operations, a failed root)
+# (hooks.pre_prompt); walks up from $env.PWD (to $env.HOME when it is in it)
+# looking for a project marker and starts ctxd only when the root, CTXD_STATE
+# or a watched file changed since its last run. nu cannot evaluate a string:
+# `ctxd export nu` prints JSON operations (see ctxd/shells/nu.py) that this
+# hook applies; PATH is a list here. The hook's own state (the restore operations, a failed root)
 # lives in $env._CTXD_NU, a record: nu passes only strings to child processes.
 # Installing twice leaves one hook.
 
@@ -16,15 +17,19 @@ $env._CTXD_HOOK = 'nu'  # for `ctxd doctor` (a child process cannot see shell fu
 # watched file changed)
 $env._CTXD_NU = ($env._CTXD_NU? | default {restore: null, failed: null, flags: {}, root: null, seen: null})
 
-# the nearest directory at or above $env.PWD holding a marker, or ''
+# the nearest directory at or above $env.PWD holding a marker, or ''. Inside
+# $env.HOME (trailing slashes removed) the walk stops there: a marker above
+# your home directory does not make a directory in it a project. (Stopping
+# where the walk meets $env.HOME is the same as "$env.PWD is $env.HOME or below it".)
 def _ctxd_find_root [] {
+  let home = ($env.HOME? | default '' | into string | str trim --right --char '/')
   mut d = $env.PWD
   loop {
     for m in $_CTXD_MARKERS {
       if ($d | path join $m | path exists) { return $d }
     }
     let p = ($d | path dirname)
-    if $p == $d { return '' }
+    if $p == $d or $d == $home { return '' }
     $d = $p
   }
 }

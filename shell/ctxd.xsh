@@ -1,6 +1,7 @@
 # ctxd hook for xonsh. Install with:  execx($(ctxd hook xonsh))   (in ~/.xonshrc)
-# Runs before each prompt (events.on_pre_prompt); starts ctxd only inside a
-# project (a marker at or above $PWD) or when leaving one. ctxd's output is
+# Runs before each prompt (events.on_pre_prompt); walks up from $PWD (to $HOME
+# when $PWD is in it) looking for a project marker and starts ctxd only when
+# the root, CTXD_STATE or a watched file changed since its last run. ctxd's output is
 # Python (xonsh's Python mode), run in a namespace of its own: it cannot
 # touch the user's variables, and the restore function lives there.
 # Installing twice leaves one handler.
@@ -18,14 +19,18 @@ _ctxd_state = {'failed': None, 'init': False, 'root': None, 'seen': None}
 
 
 def _ctxd_find_root():
-    """The nearest directory at or above $PWD holding a marker, or ''."""
+    """The nearest directory at or above $PWD holding a marker, or ''. Inside
+    $HOME (trailing slashes removed) the walk stops there: a marker above your
+    home directory does not make a directory in it a project. (Stopping where
+    the walk meets $HOME is the same as "$PWD is $HOME or below it".)"""
     d = __xonsh__.env.get('PWD') or _ctxd_os.getcwd()
+    home = str(__xonsh__.env.get('HOME') or '').rstrip('/')
     while True:
         for m in _ctxd_markers:
             if _ctxd_os.path.exists(_ctxd_os.path.join(d, m)):
                 return d
         parent = _ctxd_os.path.dirname(d)
-        if parent == d:
+        if parent == d or d == home:
             return ''
         d = parent
 
