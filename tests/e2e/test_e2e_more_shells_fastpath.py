@@ -228,3 +228,18 @@ def test_home_itself_is_looked_at_and_trailing_slashes_do_not_count(shell, sessi
     assert runs() == 1 if shell != "tcsh" else runs() >= 1
     env = s.env_dump()
     assert (env["CTXD_ROOT"], env["CTXD_TYPES"]) == (str(home), "go")
+
+
+def test_a_symlinked_marker_makes_a_root(shell, sessions, tmp_path):
+    """The walk follows symlinks as ctxd's own does (os.path.exists): a marker
+    that is a symlink (a shared pyproject.toml, a linked .venv) counts."""
+    shared = plain_dir(tmp_path / "shared")
+    with open(os.path.join(shared, "pyproject.toml"), "w") as f:
+        f.write("[project]\nname = 'shared'\n")
+    proj = plain_dir(tmp_path / "proj")
+    os.symlink(os.path.join(shared, "pyproject.toml"), os.path.join(proj, "pyproject.toml"))
+    s, runs = logged_session(shell, sessions, tmp_path)
+    cd(s, proj)
+    assert runs() >= 1
+    env = s.env_dump()
+    assert (env["CTXD_ROOT"], env["CTXD_TYPES"]) == (proj, "python")
