@@ -89,7 +89,8 @@ def _ansi_c_quote_bytewise(value, always=False):
     if (not always and data and not data.translate(None, bash._PLAIN_BYTES) and data[0] not in b"=%"
             and b":=" not in data):
         return value
-    return "$'" + data.decode("latin-1").translate(bash._ESCAPE) + "'"
+    table = {c: "\\x%02x" % c for c in range(256) if not (0x20 <= c < 0x7F) or c in (0x27, 0x5C)}
+    return "$'" + data.decode("latin-1").translate(table) + "'"
 
 
 

@@ -12,9 +12,14 @@ _PLAIN = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456
 
 _PLAIN_BYTES = bytes(sorted(_PLAIN))
 _PLAIN_TEXT = _PLAIN_BYTES.decode("ascii")
-# byte -> its text inside $'...': printable ASCII but ' and backslash as is, the rest \xHH
-# (str.translate over the latin-1 decoding: the loop runs in C, ~20x a Python loop)
-_ESCAPE = {c: ("\\x%02x" % c) for c in range(256) if not (0x20 <= c < 0x7F) or c in (0x27, 0x5C)}
+
+
+def _escapes(text):
+    """For str.translate over the latin-1 decoding of a value (the loop runs in C, ~20x a
+    Python loop): each character of *text* that cannot stay as is inside $'...' (all but
+    printable ASCII other than ' and backslash) -> \\xHH. Only those *text* holds: a table
+    of all 256 would cost every cd more than the few it quotes."""
+    return {o: "\\x%02x" % o for o in map(ord, set(text)) if not 0x20 <= o < 0x7F or o in (0x27, 0x5C)}
 
 
 def ansi_c_quote(value, always=False):
@@ -29,7 +34,8 @@ def ansi_c_quote(value, always=False):
     if (not always and data and not data.translate(None, _PLAIN_BYTES) and data[0] not in b"=%"
             and b":=" not in data):
         return value  # nothing in it means anything to the shell
-    return "$'" + data.decode("latin-1").translate(_ESCAPE) + "'"
+    text = data.decode("latin-1")
+    return "$'" + text.translate(_escapes(text)) + "'"
 
 
 class Bash(Shell):
