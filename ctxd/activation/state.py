@@ -8,8 +8,11 @@ would cost the hot path ~10 ms of imports). Earlier versions wrote JSON ->
 zlib -> urlsafe base64 like direnv's DIRENV_DIFF; such a token (a shell
 started before an upgrade) still decodes, but zlib and binascii are extension
 modules (binascii loads libz) that cost every cd ~1 ms to load, to save a
-fifth of a token of a few hundred bytes. A JSON token starts with ``{``; an
-old one never does. Fields at their defaults are left out.
+fifth of a token of a few hundred bytes. A JSON token starts with ``{``; a
+compressed one never does. Above COMPRESS_ABOVE (4 KB: a project setting
+thousands of variables) encode() still compresses, since one environment
+string longer than 128 KiB makes every command in the shell fail (E2BIG).
+Fields at their defaults are left out.
 
 ``CTXD_WATCH`` is plain text the hooks read without starting a process: a
 stamp file whose mtime is the newest watched mtime, a recheck flag, then one
