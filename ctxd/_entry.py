@@ -8,7 +8,7 @@ in ``ctxd.cli``. Every one of them maps its errors through ``ctxd.boundary``.
 
 import sys
 
-from ctxd.export_entry import export_main  # noqa: F401  (the hooks call ctxd._entry.export_main)
+from ctxd.export_entry import export_main  # noqa: F401  (hooks rendered by earlier versions call it here)
 
 
 def main():
