@@ -12,7 +12,7 @@ import os
 import subprocess
 
 import pytest
-from hypothesis import example, given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ctxd.shells.base import export_command
@@ -102,6 +102,9 @@ def _ansi_c_quote_bytewise(value, always=False):
 @example("/p/a b", False)
 @example("it's", False)
 @example("a\\b", True)
+@example("\\\n'\\x0a\t", False)
+@example("".join(map(chr, range(0, 0x20))) + "\\'\x7f\u00e9\udcff", False)
+@settings(max_examples=400)
 def test_bash_quoting_fast_path_is_the_bytewise_quoting(value, always):
     from ctxd.shells.bash import ansi_c_quote
 
