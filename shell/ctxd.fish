@@ -267,8 +267,15 @@ end
 # A cd runs the root walk once: the prompt right after it reuses the walk's
 # root (later prompts walk again, to notice a marker created meanwhile).
 function __ctxd_on_pwd --on-variable PWD
-    __ctxd_hook
+    set -l st $status
+    __ctxd_find_root
     set -g __ctxd_walked $PWD
+    # the usual cd, between directories of no project: nothing to do
+    if test "$__ctxd_r"\n"$CTXD_STATE"\n"$DIRENV_DIFF" = "$__ctxd_sig"; and test -z "$CTXD_WATCH"
+        return $st
+    end
+    __ctxd_status $st
+    __ctxd_hook --no-walk
 end
 
 function __ctxd_on_prompt --on-event fish_prompt
