@@ -15,7 +15,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from ctxd.shells.base import export_command
+from ctxd.shells.base import EXPORT_CALL, export_command
 
 # the standard library the cd path may use (os and what it loads; the builtin hashes
 # for trust keys, parse-cache keys and project keys, see fileio.sha256_hex, paths)
@@ -36,7 +36,10 @@ DUMP = "\nimport sys as _s; _s.stderr.write('\\nMODULES=' + ' '.join(sorted(_s.m
 
 
 def _modules(argv, cwd, env):
-    code = argv[-1].replace("export_main()", "\ntry:\n    export_main()\nfinally:" + DUMP.replace("\n", "\n    "))
+    # hook_main() ends the process at once (no finally would run): export_main() in its place
+    assert argv[-1].endswith(EXPORT_CALL)
+    code = argv[-1][:-len(EXPORT_CALL)] + ("from ctxd.export_entry import export_main\ntry:\n    export_main()\nfinally:"
+                                           + DUMP.replace("\n", "\n    "))
     p = subprocess.run(argv[:-1] + [code, "export", "bash"], cwd=cwd, env=env, capture_output=True, text=True)
     assert "MODULES=" in p.stderr, p.stderr
     return p, set(p.stderr.rsplit("MODULES=", 1)[1].split())
@@ -60,7 +63,8 @@ def fresh(tmp_path):
 def test_entering_a_project_loads_only_the_budgeted_modules(fresh):
     proj, env = fresh
     argv = export_command()
-    base = _modules([argv[0], "-I", "-S", "-c", "export_main()"], proj, env)[1] - {"__main__"}
+    nothing = subprocess.run([argv[0], "-I", "-S", "-c", DUMP], cwd=proj, env=env, capture_output=True, text=True)
+    base = set(nothing.stderr.rsplit("MODULES=", 1)[1].split()) - {"__main__"}  # the interpreter's own
     first = _modules(argv, proj, env)[1]
     assert "tomllib" in first  # the first run parses config.toml and caches the result
     p, mods = _modules(argv, proj, env)  # every later one reads the cache: what each cd pays
@@ -109,3 +113,22 @@ def test_bash_quoting_fast_path_is_the_bytewise_quoting(value, always):
     from ctxd.shells.bash import ansi_c_quote
 
     assert ansi_c_quote(value, always) == _ansi_c_quote_bytewise(value, always)
+
+
+def test_the_hook_command_exits_with_the_export_status_and_all_its_output(fresh, tmp_path):
+    # hook_main ends without the interpreter's teardown: the status and every byte must survive
+    proj, env = fresh
+    argv = export_command()
+    p = subprocess.run(argv + ["export", "bash"], cwd=proj, env=env, capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout.endswith("\n") and f"export VIRTUAL_ENV={proj}/.venv" in p.stdout
+    assert "_ctxd_restore() {" in p.stdout and p.stderr == ""
+    p = subprocess.run(argv + ["export", "csh"], cwd=proj, env=env, capture_output=True, text=True)
+    assert p.returncode == 2 and "unsupported shell 'csh'" in p.stderr, p.stderr
+    p = subprocess.run(argv + ["export", "bash"], cwd=proj, env=dict(env, CTXD_STATE="garbage"),
+                       capture_output=True, text=True)
+    assert p.returncode == 6 and "CTXD_STATE is corrupt" in p.stdout, p.stdout + p.stderr
+    big = dict(env, **{f"CT_BIG_{i}": "x" * 200 for i in range(400)})  # more than a pipe's buffer
+    (proj / ".contextrc").write_text("[env]\n" + "".join(f"CT_V{i} = '{'y' * 300}'\n" for i in range(300)))
+    subprocess.run(["ctxd", "allow", str(proj)], env=env, cwd=proj, check=True, capture_output=True)
+    p = subprocess.run(argv + ["export", "bash"], cwd=proj, env=big, capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout.count("export CT_V") == 300 and p.stdout.endswith("\n"), p.stderr

@@ -56,7 +56,8 @@ def export_command():
     sys.path explicitly: ctxd's first, platformdirs' (when elsewhere) last, so
     the standard library's modules are never looked up in it (listing a big
     site-packages costs the cd a few hundred microseconds). It imports
-    ctxd.export_entry itself, not the console script's ctxd._entry.
+    ctxd.export_entry itself, not the console script's ctxd._entry, and ends
+    without the interpreter's teardown (export_entry.hook_main).
     """
     import importlib.util
 
@@ -74,7 +75,7 @@ def export_command():
     return [sys.executable, "-I", "-S", "-c", code + EXPORT_CALL]
 
 
-EXPORT_CALL = "from ctxd.export_entry import export_main;export_main()"  # the end of export_command()'s code
+EXPORT_CALL = "from ctxd.export_entry import hook_main;hook_main()"  # the end of export_command()'s code
 
 
 def hook_cache_file(shell_name, environ=None):
