@@ -106,7 +106,11 @@ def _legacy_json(token):
         raw = token.encode("ascii").translate(_FROM_URLSAFE)
         return zlib.decompress(binascii.a2b_base64(raw)).decode("utf-8")
     except (zlib.error, binascii.Error) as e:
-        raise ValueError(e.__class__.__name__) from None
+        raise _Undecodable(e.__class__.__name__) from None
+
+
+class _Undecodable(ValueError):
+    """A compressed token that is not base64 or not zlib (args[0]: which error said so)."""
 
 
 def decode(token):
@@ -114,7 +118,8 @@ def decode(token):
     try:
         data = minijson.loads(token if token.startswith("{") else _legacy_json(token))
     except (ValueError, UnicodeError, RecursionError) as e:
-        raise StateError(f"{STATE_VAR} is corrupt ({e.__class__.__name__})") from None
+        what = e.args[0] if isinstance(e, _Undecodable) else e.__class__.__name__
+        raise StateError(f"{STATE_VAR} is corrupt ({what})") from None
     if not isinstance(data, dict) or data.get("v") != VERSION:
         raise StateError(f"{STATE_VAR} has an unknown format")
     snap, ours, path = data.get("snap"), data.get("ours"), data.get("path")
