@@ -300,6 +300,13 @@ def more_literal(shell, s):
     return json.dumps(s)  # nu's double-quoted strings take JSON's escapes
 
 
+
+def more_source_line(shell, path):
+    """The line that sources the hook file *path* in tcsh, elvish, xonsh or nu."""
+    q = more_literal(shell, path)
+    return {"tcsh": f'eval "`cat {q}`"', "elvish": f"eval (slurp < {q})",
+            "xonsh": f"execx(open({q[2:-1]}).read())", "nu": f"source-env {q}"}[shell]
+
 ANSI = re.compile(r"\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[()][0-9A-B]|[=>78])")
 ONE_LINE = {
     # an exception in the command is printed and does not stop the end marker

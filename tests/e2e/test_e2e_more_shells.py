@@ -20,7 +20,8 @@ import pytest
 from ctxd.shells import get_shell
 import e2ekit
 from e2ekit import ctxd_lines, output_lines, path_list, plain_dir, python_project
-from shellkit import MORE_SETUP, MORE_SHELLS, PROMPT, ShellSession, base_env, more_literal, require
+from shellkit import (MORE_SETUP, MORE_SHELLS, PROMPT, ShellSession, base_env, more_literal,
+                      more_source_line, require)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -53,13 +54,10 @@ def prepend_path(shell, entry):
 
 
 def cd(s, path):
-    return s.run(f"cd {more_literal(s.shell, str(path))}")
+    return s.cd(path)
 
 
-def source_hook_file(shell, path):
-    q = more_literal(shell, path)
-    return {"tcsh": f'eval "`cat {q}`"', "elvish": f"eval (slurp < {q})",
-            "xonsh": f"execx(open({q[2:-1]}).read())", "nu": f"source-env {q}"}[shell]
+source_hook_file = more_source_line
 
 
 # -- scenarios ----------------------------------------------------------------------

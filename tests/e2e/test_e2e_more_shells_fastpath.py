@@ -24,7 +24,7 @@ from ctxd.activation.detectors import all_markers
 from ctxd.shells import get_shell
 from ctxd.shells.base import export_command
 from e2ekit import path_list, plain_dir, python_project
-from shellkit import MORE_SHELLS, more_literal
+from shellkit import MORE_SHELLS, more_literal, more_source_line
 
 
 @pytest.fixture(params=MORE_SHELLS)
@@ -33,13 +33,10 @@ def shell(request):
 
 
 def cd(s, path):
-    return s.run(f"cd {more_literal(s.shell, str(path))}")
+    return s.cd(path)
 
 
-def source_hook_file(shell, path):
-    q = more_literal(shell, path)
-    return {"tcsh": f'eval "`cat {q}`"', "elvish": f"eval (slurp < {q})",
-            "xonsh": f"execx(open({q[2:-1]}).read())", "nu": f"source-env {q}"}[shell]
+source_hook_file = more_source_line
 
 
 def logged_session(shell, sessions, tmp_path, **kwargs):

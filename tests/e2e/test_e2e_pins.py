@@ -50,14 +50,19 @@ def test_nvmrc_puts_the_pinned_node_on_path_and_takes_it_off(shell, sessions, tm
     assert s.run("command -v node || echo none") != pinned
 
 
-def test_a_missing_pin_is_one_line_once_per_shell(shell, sessions, tmp_path, home):
-    nvm_node(home, "20.11.1")  # nvm is in use here, 22 is not installed
+def two_projects_pinning_node_22(tmp_path):
+    """Two node projects whose .nvmrc pins 22, and a plain directory beside them."""
     a = node_project(tmp_path / "a")
     b = node_project(tmp_path / "b")
     for p in (a, b):
         with open(os.path.join(p, ".nvmrc"), "w") as f:
             f.write("22\n")
-    out = plain_dir(tmp_path / "out")
+    return a, b, plain_dir(tmp_path / "out")
+
+
+def test_a_missing_pin_is_one_line_once_per_shell(shell, sessions, tmp_path, home):
+    nvm_node(home, "20.11.1")  # nvm is in use here, 22 is not installed
+    a, b, out = two_projects_pinning_node_22(tmp_path)
     s = sessions(shell)
     first = ctxd_lines(cd(s, a))
     assert first == ["ctxd: .nvmrc pins node 22, which is not installed; ctxd never installs. "
@@ -76,12 +81,7 @@ def test_entering_again_after_a_missing_pins_notice_runs_no_process(shell, sessi
     # The notice sets _CTXD_PINS_TOLD (never restored): the entry the hook keeps for the
     # project must still replay, without showing the notice again
     nvm_node(home, "20.11.1")
-    a = node_project(tmp_path / "a")
-    b = node_project(tmp_path / "b")
-    for p in (a, b):
-        with open(os.path.join(p, ".nvmrc"), "w") as f:
-            f.write("22\n")
-    out = plain_dir(tmp_path / "out")
+    a, b, out = two_projects_pinning_node_22(tmp_path)
     wrapper, log = make_wrapper(tmp_path)
     s = sessions(shell)
     s.run(wrap_command(shell, wrapper))
