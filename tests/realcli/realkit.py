@@ -9,6 +9,7 @@ names another bin directory).
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -105,7 +106,12 @@ class World:
         return self.run([ctxd_exe(), *args], check=check, cwd=cwd, timeout=60)
 
     def claude(self, prompt, *extra):
-        return self.run([cli_path("claude"), "-p", prompt, *extra])
+        # its debug log tells when it has taken in what a hook wrote (wait_for_env_file)
+        return self.run([cli_path("claude"), "-p", prompt, "--debug-file", self.claude_log, *extra])
+
+    @property
+    def claude_log(self):
+        return os.path.join(self.base, "claude-debug.log")
 
     def codex(self, prompt, *extra, resume=False):
         head = [cli_path("codex"), "exec"] + (["resume", "--last"] if resume else [])
@@ -259,7 +265,22 @@ def wait_for_env_file(world, event, text, timeout=60):
                     written = text in f.read()
             except OSError:
                 written = False
-            if written and not _ctxd_hooks_running(world):
+            if written and not _ctxd_hooks_running(world) and _claude_took_it_in(world, event):
                 return path
         time.sleep(0.05)
     raise AssertionError(f"no {event} env file with {text!r} after {timeout}s: {claude_env_files(world, event)}")
+
+
+def _claude_took_it_in(world, event):
+    """Whether Claude Code, after the last *event* hook it saw complete, dropped its cached
+    session environment. It reads the env files into a cache and drops that cache when it
+    handles a hook's end, on its own event loop, which can lag the hook process's exit on a
+    busy machine: a Bash command run in between still gets the old environment."""
+    try:
+        with open(world.claude_log, encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return False
+    done = [i for i, line in enumerate(lines)
+            if re.search(rf"\b{event}\b[^\[]* \[.*\] completed with status", line)]
+    return bool(done) and any("Invalidating session environment cache" in line for line in lines[done[-1]:])
