@@ -31,8 +31,8 @@ set -g __ctxd_anc
 set -g __ctxd_upc
 
 # $PWD and its parents, nearest first, up to $HOME or / ("" stands for /) ->
-# __ctxd_anc; every ancestor/marker pair of the parents (__ctxd_anc[2..]),
-# ancestor by ancestor -> __ctxd_upc.
+# __ctxd_anc; every ancestor/marker pair of the parents (__ctxd_anc[2..])
+# -> __ctxd_upc.
 function __ctxd_ancestors
     if test "$__ctxd_anc_home" = "$HOME"
         test "$__ctxd_anc_for" = "$PWD"; and return 0
@@ -76,10 +76,8 @@ function __ctxd_ancestors
         set anc $anc[1..$i]
     end
     set -g __ctxd_anc $anc
-    set -g __ctxd_upc
-    for d in $anc[2..-1]
-        set -a __ctxd_upc $d/$__ctxd_markers
-    end
+    # in no particular order: only `path filter -q` reads it
+    set -g __ctxd_upc $anc[2..-1]/$__ctxd_markers
     set -g __ctxd_anc_for $PWD
 end
 
@@ -98,17 +96,21 @@ function __ctxd_find_root
         end
         return 0
     end
-    for c in $__ctxd_anc[1]/$__ctxd_markers $__ctxd_upc
-        if test -e "$c"
-            set __ctxd_r (string split -r -m1 / -- $c)[1]
-            test -n "$__ctxd_r"; or set __ctxd_r /
-            return 0
+    for d in $__ctxd_anc
+        for m in $__ctxd_markers
+            if test -e "$d/$m"
+                set __ctxd_r $d
+                test -n "$d"; or set __ctxd_r /
+                return 0
+            end
         end
     end
 end
 
 # Status 0 when a watched file changed since the last export (or since the
-# one whose CTXD_WATCH is $argv[1]).
+# one whose CTXD_WATCH is $argv[1]). Runs at every prompt in a project: with
+# `path` (fish >= 3.5) the existence checks are two builtin calls whatever the
+# number of lines, and only the files that exist get a `test -nt`.
 function __ctxd_watch_changed
     set -l w
     if set -q argv[1]
@@ -117,24 +119,34 @@ function __ctxd_watch_changed
         set w "$CTXD_WATCH"
     end
     test -n "$w"; or return 1
-    set -l lines (string split \n -- $w)
-    set -l stamp $lines[1]
-    # Split every line at once: a command substitution per line cost ~2 ms per
-    # prompt for the ~11 lines a project has. One output line per input line
-    # keeps the two lists aligned (watched paths never hold a newline).
-    set -l kinds (string sub -l 1 -- $lines[2..-1])
-    set -l paths (string sub -s 2 -- $lines[2..-1])
-    for p in $paths
-        set -l k $kinds[1]
-        set -e kinds[1]
-        switch $k
-            case +
-                test -e "$p"; or return 0
-                if test -n "$stamp"; and test "$p" -nt "$stamp"
-                    return 0
-                end
-            case -
-                test -e "$p"; and return 0
+    # "+path": existed at the export (must still exist, not newer than the
+    # stamp); "-path": was absent (must still be absent). Watched paths are
+    # absolute and never hold a newline. Split once per CTXD_WATCH value.
+    if test "$w" != "$__ctxd_wsplit_for"
+        set -l lines (string split \n -- $w)
+        set -g __ctxd_wsplit_stamp $lines[1]
+        set -e lines[1]
+        set -g __ctxd_wsplit_plus (string replace -rf -- '^\+' '' $lines)
+        set -g __ctxd_wsplit_minus (string replace -rf -- '^-' '' $lines)
+        set -g __ctxd_wsplit_for $w
+    end
+    set -l stamp $__ctxd_wsplit_stamp
+    set -l plus $__ctxd_wsplit_plus
+    set -l minus $__ctxd_wsplit_minus
+    if set -q __ctxd_path_filter
+        set -q minus[1]; and builtin path filter -q -- $minus; and return 0
+        set -q plus[1]; and builtin path filter -vq -- $plus; and return 0
+    else
+        for p in $minus
+            test -e "$p"; and return 0
+        end
+        for p in $plus
+            test -e "$p"; or return 0
+        end
+    end
+    if test -n "$stamp"
+        for p in $plus
+            test "$p" -nt "$stamp"; and return 0
         end
     end
     return 1
@@ -156,7 +168,7 @@ function __ctxd_run
         builtin printf '%s\n' $out | builtin source
     end
     if test -n "$__ctxd_revisit_ok"  # ctxd says this code may be replayed
-        test $rc -eq 0; and __ctxd_revisit_put "$__ctxd_r" "$__ctxd_revisit_ok" (string join \n -- $out | string split0)
+        test $rc -eq 0; and __ctxd_revisit_put "$__ctxd_r" "$__ctxd_revisit_ok" $out
         set -g __ctxd_revisit_ok ""
     end
     if test $rc -ne 0
@@ -176,28 +188,29 @@ end
 
 # The revisit cache (see ctxd/activation/revisit.py): per project root, the
 # code ctxd printed on entering it, a test that the environment is the one it
-# was printed for, and its CTXD_WATCH. Plain global lists (never exported: a
-# new shell starts empty), at most 16 roots.
+# was printed for, and its CTXD_WATCH. Plain global variables (never
+# exported: a new shell starts empty), at most 16 roots; entry i's code is the
+# list __ctxd_rv_code_$i, one item per line ctxd printed, kept as it came
+# (joining the lines into one item would cost a pipeline per entry).
 set -g __ctxd_rv_root
 set -g __ctxd_rv_test
-set -g __ctxd_rv_code
 set -g __ctxd_rv_watch
 
-function __ctxd_revisit_put --argument-names root check code
+# root check code-line...
+function __ctxd_revisit_put --argument-names root check
     test -n "$root"; or return 0
     set -l i (contains -i -- $root $__ctxd_rv_root)
     if test -z "$i"
-        if test (count $__ctxd_rv_root) -ge 16
+        if set -q __ctxd_rv_root[16]
             set -g __ctxd_rv_root
             set -g __ctxd_rv_test
-            set -g __ctxd_rv_code
             set -g __ctxd_rv_watch
         end
-        set i (math (count $__ctxd_rv_root) + 1)
+        set -g -a __ctxd_rv_root $root
+        set i (count $__ctxd_rv_root)
     end
-    set -g __ctxd_rv_root[$i] $root
     set -g __ctxd_rv_test[$i] $check
-    set -g __ctxd_rv_code[$i] $code
+    set -g __ctxd_rv_code_$i $argv[3..-1]
     set -q CTXD_WATCH; and set -g __ctxd_rv_watch[$i] "$CTXD_WATCH"; or set -g __ctxd_rv_watch[$i] ""
 end
 
@@ -208,7 +221,8 @@ function __ctxd_revisit
     set -l i (contains -i -- $__ctxd_r $__ctxd_rv_root); or return 1
     builtin printf '%s\n' $__ctxd_rv_test[$i] | builtin source; or return 1
     __ctxd_watch_changed $__ctxd_rv_watch[$i]; and return 1
-    builtin printf '%s\n' $__ctxd_rv_code[$i] | builtin source
+    set -l code __ctxd_rv_code_$i
+    builtin printf '%s\n' $$code | builtin source
     set -g __ctxd_revisit_ok ""
     return 0
 end
@@ -266,35 +280,26 @@ end
 
 # A cd runs the root walk once: the prompt right after it reuses the walk's
 # root (later prompts walk again, to notice a marker created meanwhile).
+# fish saves $status around event handlers, so these need not keep it. The
+# usual case is one `test`: the root, the state and direnv's diff are what the
+# last run left ($__ctxd_sig, whose fields hold no newline) and nothing is
+# watched (CTXD_WATCH empty: the trailing \n on both sides).
 function __ctxd_on_pwd --on-variable PWD
-    set -l st $status
     __ctxd_find_root
     set -g __ctxd_walked $PWD
     # the usual cd, between directories of no project: nothing to do
-    if test "$__ctxd_r"\n"$CTXD_STATE"\n"$DIRENV_DIFF" = "$__ctxd_sig"; and test -z "$CTXD_WATCH"
-        return $st
-    end
-    __ctxd_status $st
+    test "$__ctxd_r"\n"$CTXD_STATE"\n"$DIRENV_DIFF"\n"$CTXD_WATCH" = "$__ctxd_sig"\n; and return
     __ctxd_hook --no-walk
 end
 
 function __ctxd_on_prompt --on-event fish_prompt
-    set -l st $status
     if test "$__ctxd_walked" = "$PWD"
         set -g __ctxd_walked
         # nothing changed since the walk this command line's cd ran
-        if test "$__ctxd_r"\n"$CTXD_STATE"\n"$DIRENV_DIFF" = "$__ctxd_sig"; and test -z "$CTXD_WATCH"
-            return $st
-        end
-        __ctxd_status $st  # the hook keeps $status: give it the user's
+        test "$__ctxd_r"\n"$CTXD_STATE"\n"$DIRENV_DIFF"\n"$CTXD_WATCH" = "$__ctxd_sig"\n; and return
         __ctxd_hook --no-walk
         return
     end
     set -g __ctxd_walked
-    __ctxd_status $st
     __ctxd_hook
-end
-
-function __ctxd_status
-    return $argv[1]
 end
