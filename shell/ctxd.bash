@@ -13,6 +13,10 @@
 _ctxd_markers=(@CTXD_MARKERS@)
 _ctxd_cmd=(@CTXD_COMMAND@)
 _ctxd_nl=$'\n'
+# Where the hook keeps the user's INT trap while it changes the environment
+# (see _ctxd_hook): this shell's file in ctxd's private stamp directory, which
+# `ctxd export` creates (0700) and prunes of files a week old.
+_ctxd_tf=@CTXD_STAMP_DIR@/int-trap.${HOSTNAME-}.$$
 \builtin export _CTXD_HOOK=bash  # for `ctxd doctor` (a child process cannot see shell functions)
 
 # Nearest directory at or above $PWD holding a marker -> _ctxd_r ("" if none).
@@ -143,15 +147,22 @@ _ctxd_hook() {
   # a reload reverts PATH to direnv's snapshot, which may predate ctxd's entries
   if [[ ${_ctxd_init-} == 1 && $_ctxd_r == "${_ctxd_root-}" && ${CTXD_STATE-} == "${_ctxd_seen-}" \
         && ${DIRENV_DIFF-} == "${_ctxd_dseen-}" ]] \
-    && ! _ctxd_watch_changed; then
+    && { [[ -z ${CTXD_WATCH-} ]] || ! _ctxd_watch_changed; }; then
     \builtin return $_ctxd_status
   fi
   # The environment changes from here on. Ctrl-C must not stop that halfway
   # (an eval cut short leaves half of it applied), so SIGINT gets a no-op trap
   # until it is done, then the user's own INT trap (if any) comes back. A
   # trapped signal is reset in child processes: ctxd itself can still be
-  # interrupted, and _ctxd_run then changes nothing.
-  _ctxd_trap=$(\builtin trap -p INT)
+  # interrupted, and _ctxd_run then changes nothing. `trap -p` reaches a
+  # variable only through a subshell, a fork that would cost every project
+  # enter and leave about a millisecond: it goes to this shell's file instead,
+  # and through the subshell only where that file cannot be written.
+  if { \builtin trap -p INT >|"$_ctxd_tf"; } 2>/dev/null; then
+    _ctxd_trap=f
+  else
+    _ctxd_trap=v$(\builtin trap -p INT)
+  fi
   \builtin trap : INT
   if [[ -z $_ctxd_r && -n ${CTXD_STATE-} && ${_ctxd_fast_leave-} == 1 \
         && $CTXD_STATE == "${_ctxd_seen-}" && ${PATH-} == "${_ctxd_path-}" && -z ${DIRENV_DIFF-} ]] \
@@ -175,7 +186,13 @@ _ctxd_hook() {
     _ctxd_path=${PATH-}
     _ctxd_dseen=${DIRENV_DIFF-}
   fi
-  if [[ -n $_ctxd_trap ]]; then \builtin eval "$_ctxd_trap"; else \builtin trap - INT; fi
+  if [[ $_ctxd_trap == f && -s $_ctxd_tf ]]; then
+    \builtin source "$_ctxd_tf"
+  elif [[ $_ctxd_trap == v?* ]]; then
+    \builtin eval "${_ctxd_trap#v}"
+  else
+    \builtin trap - INT
+  fi
   \builtin return $_ctxd_status
 }
 

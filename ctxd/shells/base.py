@@ -243,6 +243,10 @@ class Shell:
     def hook(self, markers, command):
         with open(template_path(self.template), encoding="utf-8") as f:
             text = f.read()
+        if "@CTXD_STAMP_DIR@" in text:  # ctxd's private cache directory the export writes stamps to
+            from ctxd import paths
+
+            text = text.replace("@CTXD_STAMP_DIR@", self.quote(paths.stamp_dir()))
         return (
             text.replace("@CTXD_MARKERS@", " ".join(self.quote(m) for m in markers))
             .replace("@CTXD_MARKER_TEST@", self.marker_test(markers))

@@ -57,6 +57,27 @@ def copy_path(home, shell):
     return cache_file(shell, base_env(home))
 
 
+def home_hook_text(sh, home):
+    """hook_text(sh) as ctxd renders it for the user whose home is *home* (the bash hook
+    names that user's cache directory)."""
+    keys = ("HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME")
+    saved = {k: os.environ.get(k) for k in keys}
+    env = base_env(home)
+    try:
+        for k in keys:
+            if k in env:
+                os.environ[k] = env[k]
+            else:
+                os.environ.pop(k, None)
+        return hook_text(sh)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def start(shell, home, env, opened, cwd=None):
     s = open_shell(shell, ["-i"], home, env, cwd=cwd)
     opened.append(s)
@@ -85,7 +106,7 @@ def test_a_current_copy_starts_the_shell_without_ctxd(shell, home, tmp_path, ope
     assert stat.S_IMODE(os.stat(path).st_mode) & 0o022 == 0
     with open(path) as f:
         copy = f.read()
-    assert copy.endswith(hook_text(get_shell(shell)))
+    assert copy.endswith(home_hook_text(get_shell(shell), home))
     bin_dir, log = logging_ctxd(tmp_path)
     s = start(shell, home, shell_env(home, bin_dir), opened)
     check_hook_works(s, shell, proj)
@@ -110,7 +131,7 @@ def stale_copy(shell, home, tmp_path, *, upgraded):
     with open(path, "w") as f:
         # the old version's hook: if it ran, the marker would be set
         f.write(sh.cache_guard(str(dist), sys.executable, [str(src)], path, "old copy")
-                + ("set -g STALE_HOOK_RAN 1" if shell == "fish" else "STALE_HOOK_RAN=1") + "\n" + hook_text(sh))
+                + ("set -g STALE_HOOK_RAN 1" if shell == "fish" else "STALE_HOOK_RAN=1") + "\n" + home_hook_text(sh, home))
     if upgraded:
         os.rename(dist, old / "ctxd-0.1.0.dist-info.was-removed")
     else:
@@ -142,7 +163,7 @@ def test_a_stale_copy_stands_down_and_is_written_again(shell, upgraded, home, tm
     assert runs(log) == [f"hook {shell}"]
     check_hook_works(s, shell, proj)
     with open(path) as f:
-        assert f.read() == cached_now(shell, path)
+        assert f.read() == cached_now(shell, path, home)
     s.close()
     # the copy ctxd wrote is current: the next shell starts without ctxd again
     s = start(shell, home, env, opened)
@@ -150,11 +171,11 @@ def test_a_stale_copy_stands_down_and_is_written_again(shell, upgraded, home, tm
     check_hook_works(s, shell, proj)
 
 
-def cached_now(shell, path):
+def cached_now(shell, path, home):
     from ctxd.shells.hookfile import cached_hook
 
     sh = get_shell(shell)
-    return cached_hook(sh, hook_text(sh), path)
+    return cached_hook(sh, home_hook_text(sh, home), path)
 
 
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
