@@ -423,3 +423,70 @@ def test_hooks_give_back_the_users_sigint_trap(dirs, shell):
                               f"cd {q(shell, plain)}", fn, none_show]), plain)
     assert r.returncode == 0 and not r.stderr, explain(r)
     assert r.stdout.splitlines() == ["none", "none"]
+
+
+@pytest.mark.parametrize("writable", [True, False], ids=["stamp-dir", "no-stamp-dir"])
+def test_bash_keeps_the_users_int_trap_in_its_file_or_else_through_a_subshell(dirs, writable):
+    """bash cannot read `trap -p` into a variable without a subshell: the hook
+    writes it to this shell's file in the private stamp directory and sources it
+    back; where that file cannot be written (here the stamp directory's path is a
+    regular file) it takes the subshell, silently. Either way the user's trap, a
+    quote in it and all, is in place after entering and after leaving."""
+    tmp, proj, plain = dirs
+    hook = write_hook(tmp, "bash", "api")
+    from ctxd import paths
+
+    stamps = paths.stamp_dir()
+    if writable:
+        os.makedirs(stamps, mode=0o700, exist_ok=True)
+    else:
+        shutil.rmtree(stamps, ignore_errors=True)
+        os.makedirs(os.path.dirname(stamps), exist_ok=True)
+        with open(stamps, "w") as f:
+            f.write("not a directory\n")
+    user = """trap 'echo "user'"'"'s int"' INT"""
+    steps = [user, install("bash", hook), f"cd {q('bash', proj)}", "_ctxd_hook", "trap -p INT",
+             'echo "root=$CTXD_ROOT"', f"cd {q('bash', plain)}", "_ctxd_hook", "trap -p INT",
+             'echo "root=${CTXD_ROOT-}"', 'echo "pid=$$ host=${HOSTNAME-}"']
+    r = run("bash", "\n".join(steps), plain)
+    assert r.returncode == 0 and not r.stderr, explain(r)
+    lines = r.stdout.splitlines()
+    want = """trap -- 'echo "user'\\''s int"' SIGINT"""
+    assert lines[:4] == [want, f"root={proj}", want, "root="], lines
+    pid, host = (w.split("=", 1)[1] for w in lines[4].split(" "))
+    held = os.path.join(stamps, f"int-trap.{host}.{pid}")
+    if writable:
+        with open(held) as f:
+            assert f.read() == want + "\n"
+    else:
+        assert not os.path.isdir(stamps) and not os.path.exists(held)
+
+
+@pytest.mark.parametrize("path_builtin", [True, False], ids=["path-filter", "fish-before-3.5"])
+def test_fish_watch_check_sees_every_kind_of_change(dirs, path_builtin):
+    """__ctxd_watch_changed (every prompt in a project): status 0 once a "-" path (absent at
+    the export) appears, a "+" path disappears or gets newer than the stamp; 1 while none
+    did. With `path` (two builtin calls for the existence checks) and without (fish < 3.5)."""
+    tmp, proj, plain = dirs
+    hook = write_hook(tmp, "fish", "api")
+    stamp, kept, newer, gone, absent = (tmp / n for n in ("stamp", "kept", "newer", "gone", "absent"))
+    for f in (kept, newer, gone):
+        f.write_text("x")
+    stamp.write_text("")
+    for f in (kept, newer, gone):
+        os.utime(f, (1_000_000_000, 1_000_000_000))  # older than the stamp
+    watch = "\\n".join([str(stamp), f"+{kept}", f"+{newer}", f"+{gone}", f"-{absent}"])
+    check = "__ctxd_watch_changed; and echo changed; or echo same"
+    steps = [install("fish", hook)]
+    if not path_builtin:
+        steps.append("set -e __ctxd_path_filter")
+    steps += [f"set -gx CTXD_WATCH {watch}", check,
+              f"touch {q('fish', str(absent))}", check, f"rm {q('fish', str(absent))}", check,
+              f"rm {q('fish', str(gone))}", check, f"touch {q('fish', str(gone))}",
+              f"touch -d @1000000000 {q('fish', str(gone))}", check,
+              f"touch {q('fish', str(newer))}", check,
+              # the same answers for an older CTXD_WATCH given as the argument
+              f"__ctxd_watch_changed {watch}; and echo changed; or echo same"]
+    r = run("fish", "\n".join(steps), plain)
+    assert r.returncode == 0 and not r.stderr, explain(r)
+    assert r.stdout.split() == ["same", "changed", "same", "changed", "same", "changed", "changed"], r.stdout
