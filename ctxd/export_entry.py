@@ -4,10 +4,11 @@ The shell hooks call :func:`hook_main` directly (``ctxd.shells`` renders
 the call), and ``ctxd._entry`` dispatches ``ctxd export`` to
 :func:`export_main` before click is imported. Standard library only; errors
 go through ``ctxd.boundary`` like every protocol's, but the line reaches the
-user as a warning inside the shell code the hook evaluates.
+user as a warning inside the shell code the hook evaluates. ``os`` is imported
+where it is used: the hook process gets ``ctxd.hookos`` in its place (see
+:func:`hook_main`).
 """
 
-import os
 import sys
 
 
@@ -20,12 +21,29 @@ def _write(text):
     sys.stdout.flush()
 
 
+def hook_process():
+    """Make this process the hooks' export process (what hook_main() does first). The
+    cyclic garbage collector goes off: it only ever ran here while modules were imported,
+    and a process this short frees everything at its end. ``os`` becomes ctxd.hookos,
+    before any module that imports it."""
+    import gc
+
+    gc.disable()
+    from ctxd import hookos
+
+    hookos.install()
+
+
 def hook_main():
-    """What the hooks run (ctxd.shells.base.export_command()): export_main(), then the
-    process ends at once with its status, its output flushed. The interpreter's own
-    teardown (freeing every module, running finalizers) costs a first visit more than a
-    third of what ctxd adds to Python's start, and nothing on this path needs it: no
-    atexit handler, no thread, every file is closed where it is written."""
+    """What the hooks run (ctxd.shells.base.export_command()): export_main() in the
+    hook process (hook_process()), then the process ends at once with its status, its
+    output flushed. The interpreter's own teardown (freeing every module, running
+    finalizers) costs a first visit more than a third of what ctxd adds to Python's
+    start, and nothing on this path needs it: no atexit handler, no thread, every file
+    is closed where it is written."""
+    hook_process()
+    import os
+
     code = 0
     try:
         export_main()
@@ -66,6 +84,8 @@ def export_main(argv=None):
     try:
         from ctxd.activation.export import export
 
+        import os
+
         code, status = export(shell, dict(os.environ))  # a plain dict: ~100 lookups, no decoding each
     except (Exception, KeyboardInterrupt) as e:  # never a traceback into the user's prompt
         from ctxd.boundary import failure, say
@@ -100,6 +120,8 @@ def formats_main(fmt, argv):
             sys.exit(2)
         else:
             dirs.append(a)
+    import os
+
     from ctxd.boundary import cli_exit, say
 
     try:
