@@ -6,7 +6,7 @@ the call), and ``ctxd._entry`` dispatches ``ctxd export`` to
 go through ``ctxd.boundary`` like every protocol's, but the line reaches the
 user as a warning inside the shell code the hook evaluates. ``os`` is imported
 where it is used: the hook process gets ``ctxd.hookos`` in its place (see
-:func:`hook_main`).
+:func:`hook_process`).
 """
 
 import sys
@@ -82,9 +82,9 @@ def export_main(argv=None):
 
         sys.exit(cli_exit(e, "export"))
     try:
-        from ctxd.activation.export import export
-
         import os
+
+        from ctxd.activation.export import export
 
         code, status = export(shell, dict(os.environ))  # a plain dict: ~100 lookups, no decoding each
     except (Exception, KeyboardInterrupt) as e:  # never a traceback into the user's prompt

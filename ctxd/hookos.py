@@ -4,8 +4,8 @@
 start-up after ``posix`` (5.6 M of its 27 M instructions, about 2 ms: os, posixpath, stat,
 genericpath, and the two dozen abstract base classes of _collections_abc that os needs for
 ``os.environ``). The hooks start ``ctxd export`` on entering a project, so every first
-visit paid it. :func:`install` (``export_entry.hook_main()``, before any other ctxd module
-is imported) puts this module in ``sys.modules["os"]``; nothing else ever does.
+visit paid it. :func:`install` (``export_entry.hook_process()``, before any other ctxd
+module is imported) puts this module in ``sys.modules["os"]``; nothing else ever does.
 
 What it defines behaves exactly as ``os`` and ``os.path`` on POSIX do (the same
 ``posix`` functions, and the path functions written to posixpath's documented rules
