@@ -81,12 +81,48 @@ function __ctxd_ancestors
     set -g __ctxd_anc_for $PWD
 end
 
+# Markerless verdicts (with `path`, fish >= 3.5): the last two directories
+# whose walk found no marker, each with a `test` that holds while nothing
+# changed: the stamp file written just before that walk is newer than every
+# directory the walk looked in. Creating, removing or renaming a marker
+# changes its directory's mtime, so the verdict falls; `-nt` is strict, so a
+# change in the stamp's own clock tick (or second) counts as a change. A plain
+# cd back into one of the two is then one `test` (a few stats) instead of a
+# stat per directory and marker. Not caught: a marker that is a dangling
+# symlink whose target appears (its directory does not change) is noticed
+# once that verdict is dropped (a walk anywhere else, twice). The stamps are
+# this shell's files in ctxd's private stamp directory, written only when it
+# exists; stale ones go with the stamps' weekly prune.
+set -g __ctxd_vdir @CTXD_STAMP_DIR@
+set -g __ctxd_vfile $__ctxd_vdir/fish-walk.$hostname.$fish_pid
+set -g __ctxd_v1 ""  # "$PWD\n$HOME" of the verdict
+set -g __ctxd_v1_t   # its test
+set -g __ctxd_v1_f ""  # its stamp
+set -g __ctxd_v2 ""
+set -g __ctxd_v2_t
+set -g __ctxd_v2_f ""
+set -g __ctxd_vspare ""  # the stamp the next walk writes
+set -g __ctxd_vn 0
+set -q __ctxd_path_filter; and set -g __ctxd_vspare $__ctxd_vfile.1; and set -g __ctxd_vn 1
+
 function __ctxd_find_root
+    test "$PWD"\n"$HOME" = "$__ctxd_v1"; and test $__ctxd_v1_t; and set -g __ctxd_r ""; and return 0
+    test "$PWD"\n"$HOME" = "$__ctxd_v2"; and test $__ctxd_v2_t; and set -g __ctxd_r ""; and return 0
+    # the stamp goes first, so that a marker created during the walk is not
+    # older than it; only where the last walk found no project either (inside
+    # a project every prompt walks, and finds its root)
+    set -l f ""
+    if test -z "$__ctxd_r" -a -n "$__ctxd_vspare" -a -d "$__ctxd_vdir" -a -w "$__ctxd_vdir"
+        builtin true >$__ctxd_vspare; and set f $__ctxd_vspare
+    end
     set -g __ctxd_r ""
     __ctxd_ancestors
     if set -q __ctxd_path_filter
         # the usual case, no project: one builtin call, one stat per candidate
-        builtin path filter -q -- $__ctxd_anc[1]/$__ctxd_markers $__ctxd_upc; or return 0
+        if not builtin path filter -q -- $__ctxd_anc[1]/$__ctxd_markers $__ctxd_upc
+            test -n "$f"; and __ctxd_verdict_put $f
+            return 0
+        end
         for d in $__ctxd_anc
             if builtin path filter -q -- $d/$__ctxd_markers
                 set __ctxd_r $d
@@ -105,6 +141,36 @@ function __ctxd_find_root
             end
         end
     end
+end
+
+# The walk that stamped $argv[1] found no marker at or above $PWD: its
+# verdict becomes the first of the two, the first the second; the stamp of
+# the one dropped is the next walk's.
+function __ctxd_verdict_put --argument-names f
+    set -l t
+    for d in $__ctxd_anc
+        test -n "$d"; or set d /
+        set -a t $f -nt $d -a
+    end
+    set -e t[-1]
+    set -l key "$PWD"\n"$HOME"
+    if test "$key" = "$__ctxd_v1"
+        # the same directory again (its verdict had fallen): the old stamp is free
+        set -g __ctxd_vspare $__ctxd_v1_f
+    else
+        if test -n "$__ctxd_v2_f"
+            set -g __ctxd_vspare $__ctxd_v2_f
+        else
+            set -g __ctxd_vn (math $__ctxd_vn + 1)
+            set -g __ctxd_vspare $__ctxd_vfile.$__ctxd_vn
+        end
+        set -g __ctxd_v2 $__ctxd_v1
+        set -g __ctxd_v2_t $__ctxd_v1_t
+        set -g __ctxd_v2_f $__ctxd_v1_f
+    end
+    set -g __ctxd_v1 $key
+    set -g __ctxd_v1_t $t
+    set -g __ctxd_v1_f $f
 end
 
 # Status 0 when a watched file changed since the last export (or since the
