@@ -24,9 +24,35 @@ _ctxd_tf=@CTXD_STAMP_DIR@/int-trap.${HOSTNAME-}.$$
 # not make a directory in it a project; ctxd.activation.detectors.ceiling).
 # Each level is one generated [[ -e d/m1 || -e d/m2 ... ]] naming every marker,
 # twice as fast as a loop over them.
+#
+# Markerless verdicts: the last two directories whose walk found no marker,
+# each with a test that holds while nothing changed: the stamp file written
+# just before that walk is newer than every directory the walk looked in.
+# Creating, removing or renaming a marker changes its directory's mtime, so
+# the verdict falls; -nt is strict, so a change in the stamp's own clock tick
+# (or second) counts as a change. A plain cd back into one of the two (and
+# every prompt there) is then one test instead of a stat per directory and
+# marker. Not caught: a marker that is a dangling symlink whose target appears
+# (its directory does not change) counts once that verdict is dropped (two
+# walks elsewhere). The stamps are this shell's files in ctxd's private stamp
+# directory, written only where it exists; stale ones go with the weekly prune.
+_ctxd_vf=@CTXD_STAMP_DIR@/bash-walk.${HOSTNAME-}.$$
+_ctxd_v1='' _ctxd_v1_t='' _ctxd_v1_f='' _ctxd_v2='' _ctxd_v2_t='' _ctxd_v2_f=''
+_ctxd_vspare=$_ctxd_vf.1 _ctxd_vn=1
+
 _ctxd_find_root() {
-  \builtin local _ctxd_d="$PWD" _ctxd_more=1 _ctxd_top="${HOME-}"
   _ctxd_r=
+  if [[ $PWD$_ctxd_nl${HOME-} == "$_ctxd_v1" ]] && \builtin eval "$_ctxd_v1_t"; then \builtin return 0; fi
+  if [[ $PWD$_ctxd_nl${HOME-} == "$_ctxd_v2" ]] && \builtin eval "$_ctxd_v2_t"; then \builtin return 0; fi
+  \builtin local _ctxd_d="$PWD" _ctxd_more=1 _ctxd_top="${HOME-}" _ctxd_k="$PWD$_ctxd_nl${HOME-}"
+  \builtin local _ctxd_f='' _ctxd_fr='' _ctxd_t='' _ctxd_q
+  # the stamp goes first, so that a marker created during the walk is not
+  # older than it; only where the hook's last run was in no project (inside
+  # one every prompt walks, and finds its root)
+  if [[ -z ${_ctxd_root-} && -n $_ctxd_vspare ]] && { \builtin : >|"$_ctxd_vspare"; } 2>/dev/null; then
+    _ctxd_fr=$_ctxd_vspare
+    \builtin printf -v _ctxd_f '%q' "$_ctxd_fr"
+  fi
   while [[ $_ctxd_top == */ ]]; do _ctxd_top=${_ctxd_top%/}; done
   [[ -n $_ctxd_top && ( $_ctxd_d == "$_ctxd_top" || $_ctxd_d == "$_ctxd_top"/* ) ]] || _ctxd_top=
   while [[ -n $_ctxd_more ]]; do
@@ -36,8 +62,27 @@ _ctxd_find_root() {
       _ctxd_r=${_ctxd_d:-/}
       \builtin return 0
     fi
+    if [[ -n $_ctxd_f ]]; then
+      \builtin printf -v _ctxd_q '%q' "${_ctxd_d:-/}"
+      _ctxd_t="$_ctxd_t && $_ctxd_f -nt $_ctxd_q"
+    fi
     _ctxd_d=${_ctxd_d%/*}
   done
+  [[ -n $_ctxd_f ]] || \builtin return 0
+  # no marker: this walk's verdict becomes the first of the two, the first
+  # the second; the stamp of the one dropped is the next walk's
+  if [[ $_ctxd_k == "$_ctxd_v1" ]]; then
+    _ctxd_vspare=$_ctxd_v1_f  # the same directory again (its verdict had fallen)
+  else
+    if [[ -n $_ctxd_v2_f ]]; then
+      _ctxd_vspare=$_ctxd_v2_f
+    else
+      _ctxd_vn=$((_ctxd_vn + 1))
+      _ctxd_vspare=$_ctxd_vf.$_ctxd_vn
+    fi
+    _ctxd_v2=$_ctxd_v1 _ctxd_v2_t=$_ctxd_v1_t _ctxd_v2_f=$_ctxd_v1_f
+  fi
+  _ctxd_v1=$_ctxd_k _ctxd_v1_t="[[ ${_ctxd_t# && } ]]" _ctxd_v1_f=$_ctxd_fr
   \builtin return 0
 }
 

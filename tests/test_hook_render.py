@@ -490,3 +490,58 @@ def test_fish_watch_check_sees_every_kind_of_change(dirs, path_builtin):
     r = run("fish", "\n".join(steps), plain)
     assert r.returncode == 0 and not r.stderr, explain(r)
     assert r.stdout.split() == ["same", "changed", "same", "changed", "same", "changed", "changed"], r.stdout
+
+
+@pytest.mark.parametrize("writable", [True, False], ids=["stamp-dir", "no-stamp-dir"])
+@pytest.mark.parametrize("shell", ["bash", "fish"])
+def test_markerless_walks_are_trusted_only_while_no_directory_of_them_changed(tmp_path, shell, writable):
+    """bash and fish keep the verdict of their last two walks that found no marker, with a
+    stamp written before each walk: while every directory of the walk is older than the
+    stamp, the next walk there is one test. A marker created (in the directory or a parent)
+    changes a directory's mtime and the verdict falls, also in the stamp's own second;
+    another $HOME is another walk. The one thing a verdict hides is a directory whose mtime
+    was set back (shown here, with `touch -d`, to prove the verdict is used). Without a
+    stamp directory every walk is done, with nothing on stderr (in fish, until the export
+    that the cd into a project runs makes it)."""
+    home = tmp_path / "home"
+    a, b = home / "plain" / "a", home / "plain" / "b"
+    a.mkdir(parents=True)
+    b.mkdir()
+    hook = write_hook(tmp_path, shell, "api")
+    from ctxd import paths
+
+    stamps = paths.stamp_dir()
+    if writable:
+        os.makedirs(stamps, mode=0o700, exist_ok=True)
+    else:
+        shutil.rmtree(stamps, ignore_errors=True)
+
+    def f(p):
+        return q(shell, str(p))
+
+    back = "touch -d @1000000000 " + " ".join(f(d) for d in (a, b, a.parent, home))
+    pre = "__" if shell == "fish" else "_"
+    walk = f'{pre}ctxd_find_root; echo "r=[${pre}ctxd_r]"'
+    home_is = "set -gx HOME" if shell == "fish" else "export HOME="
+    sep = " " if shell == "fish" else ""
+    steps = [f"{home_is}{sep}{f(home)}", install(shell, hook), back,
+             f"cd {f(a)}", walk,                                  # walked: a's verdict
+             f"touch {f(a / 'Makefile')}", back, walk,            # a's mtime set back: held
+             f"touch {f(a)}", walk,                               # a changed: found
+             f"rm {f(a / 'Makefile')}", back, walk,              # walked again: a's verdict
+             f"cd {f(b)}", walk,                                  # b's verdict, a's second
+             f"touch {f(a.parent / 'go.mod')}", f"cd {f(a)}", walk,  # the parent changed
+             f"rm {f(a.parent / 'go.mod')}", back, walk, f"cd {f(b)}", walk,
+             f"touch {f(b / 'go.mod')}", back, f"{home_is}{sep}{f(b)}", walk,  # another HOME
+             f'echo "v1=${pre}ctxd_v1_f"']
+    r = run(shell, "\n".join(steps), str(tmp_path))
+    assert r.returncode == 0 and not r.stderr, explain(r)
+    lines = r.stdout.splitlines()
+    held = "r=[]" if writable else f"r=[{a}]"
+    assert lines[:9] == ["r=[]", held, f"r=[{a}]", "r=[]", "r=[]", f"r=[{a.parent}]", "r=[]", "r=[]",
+                         f"r=[{b}]"], lines
+    # this shell's stamps, in the private stamp directory (bash here runs no export)
+    if writable or shell == "fish":
+        assert lines[9].startswith("v1=" + os.path.join(stamps, f"{shell}-walk.")), lines
+    else:
+        assert lines[9:] == ["v1="] and not os.path.exists(stamps), lines
