@@ -43,15 +43,24 @@ fn _ctxd_exists {|p|
 # $E:HOME (trailing slashes removed) the walk stops there: a marker above your
 # home directory does not make a directory in it a project. (Stopping where
 # the walk meets $E:HOME is the same as "$pwd is $E:HOME or below it".)
+# elvish's $pwd is physical: under a symlinked $E:HOME the walk meets the
+# directory it resolves to instead, and stops there (as ctxd does).
 fn _ctxd_find_root {
   var h = ''
-  if (has-env HOME) { set h = (str:trim-right (get-env HOME) /) }
+  var hr = ''
+  if (has-env HOME) {
+    set h = (str:trim-right (get-env HOME) /)
+    if (not-eq $h '') {
+      try { set hr = (path:eval-symlinks $h) } catch { }
+    }
+    if (or (eq $hr $h) (eq $hr /)) { set hr = '' }
+  }
   var d = $pwd
   while $true {
     for m $_ctxd_markers {
       if (_ctxd_exists $d/$m) { put $d; return }
     }
-    if (or (eq $d /) (eq $d '') (eq $d $h)) { put ''; return }
+    if (or (eq $d /) (eq $d '') (eq $d $h) (and (not-eq $hr '') (eq $d $hr))) { put ''; return }
     set d = (path:dir $d)
   }
 }

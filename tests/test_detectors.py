@@ -132,6 +132,27 @@ def test_home_is_the_ceiling_of_the_root_walk(tmp_path):
     assert find_root(str(home / "src" / "x"), environ=env) == str(home)
 
 
+def test_a_symlinked_home_is_also_the_ceiling_where_it_resolves_to(tmp_path):
+    """$HOME=/links/me -> /data/me: a physical path under /data/me (elvish's $pwd, a
+    process's getcwd()) stops at /data/me as the logical one stops at $HOME."""
+    real = tmp_path / "data" / "me"
+    (real / "src").mkdir(parents=True)
+    touch(str(tmp_path / "data" / "requirements.txt"))  # above the real home
+    link = tmp_path / "links" / "me"
+    link.parent.mkdir()
+    os.symlink(str(real), str(link))
+    env = {"HOME": str(link)}
+    assert find_root(str(real / "src"), environ=env) is None
+    assert find_root(str(link / "src"), environ=env) is None
+    assert find_root(str(tmp_path / "data"), environ=env) == str(tmp_path / "data")
+    # without the link (HOME names the real directory) nothing changes
+    assert find_root(str(real / "src"), environ={"HOME": str(real)}) is None
+    # a HOME that resolves to / is no ceiling
+    os.symlink("/", str(tmp_path / "links" / "root"))
+    assert find_root(str(tmp_path / "data" / "me"), environ={"HOME": str(tmp_path / "links" / "root")}) \
+        == str(tmp_path / "data")
+
+
 def test_contextrc_chain_stops_at_home(tmp_path):
     from ctxd.activation import contextrc
 

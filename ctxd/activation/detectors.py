@@ -175,11 +175,19 @@ def is_root(path, markers=None):
 def ceiling(start, environ=None):
     """The last directory a root walk from *start* looks at: $HOME when *start* is $HOME or
     below it (a marker above your home directory does not make a directory in it a project),
-    else None (the walk goes up to /). The shell hooks stop at the same place."""
+    or the directory a symlinked $HOME resolves to when *start* is in that; else None (the
+    walk goes up to /). The shell hooks stop at the same place."""
     env = os.environ if environ is None else environ
     home = (env.get("HOME") or "").rstrip("/")
-    if home and (start == home or start.startswith(home + "/")):
+    if not home:
+        return None
+    if start == home or start.startswith(home + "/"):
         return home
+    # A physical path under a symlinked $HOME (elvish's $pwd, a `cd -P`, a process's
+    # getcwd()): the ceiling is the directory $HOME resolves to.
+    real = os.path.realpath(home)
+    if real != home and real != "/" and (start == real or start.startswith(real + "/")):
+        return real
     return None
 
 

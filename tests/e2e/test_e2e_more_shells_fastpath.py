@@ -206,6 +206,29 @@ def test_home_is_the_ceiling_of_the_root_walk(shell, sessions, tmp_path, home):
     assert runs() == m
 
 
+def test_a_symlinked_home_is_the_ceiling_where_it_resolves_to(shell, sessions, tmp_path, home):
+    """$HOME a symlink to the real home directory, the shell in that directory's physical path
+    (elvish's $pwd is always physical): that path is in $HOME too, so the marker above the
+    real directory makes no project of it. elvish's walk stops there itself and starts no
+    process; tcsh starts in the same directory named through $HOME (its $cwd is
+    ~/sub), so neither does it. xonsh's and nushell's $PWD stays physical here (their
+    `cd -P`): their walk runs ctxd once for the root above, and ctxd, which stops at the
+    real directory too, applies nothing."""
+    with open(tmp_path / "pyproject.toml", "w") as f:
+        f.write("[project]\nname = 'above-home'\n")
+    sub = plain_dir(home / "sub")
+    link = tmp_path / "links" / "me"
+    link.parent.mkdir()
+    os.symlink(str(home), str(link))
+    s, runs = logged_session(shell, sessions, tmp_path, cwd=sub, home=str(link))
+    age(tmp_path)
+    s.run("echo x")
+    s.run("echo y")
+    env = s.env_dump()
+    assert "CTXD_ROOT" not in env and "CTXD_STATE" not in env, env.get("CTXD_ROOT")
+    assert runs() == (0 if shell in ("elvish", "tcsh") else 1)
+
+
 def test_home_itself_is_looked_at_and_trailing_slashes_do_not_count(shell, sessions, tmp_path, home):
     """$HOME with trailing slashes is $HOME: the walk still stops there, and a
     marker in $HOME itself makes it the root of its subdirectories."""
