@@ -24,9 +24,10 @@ def hook(shell):
     at shell start without starting ctxd.
     """
     from ctxd.shells import get_shell
-    from ctxd.shells.hookfile import hook_text, write_cache
+    from ctxd.shells.hookfile import hook_text, write_bundle, write_cache
 
     sh = get_shell(detect_shell() if shell is None else shell)
     text = hook_text(sh)
     click.echo(text, nl=False)
     write_cache(sh, text)
+    write_bundle(sh)

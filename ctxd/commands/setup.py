@@ -60,11 +60,12 @@ def setup(shell, write):
         if not present:
             click.echo(f"# or let ctxd add them: ctxd setup --shell {sh.name} --write")
         return
-    from ctxd.shells.hookfile import hook_text, write_cache
+    from ctxd.shells.hookfile import hook_text, write_bundle, write_cache
 
     # the copy of the hook the lines source at shell start (no process): now,
     # so that the first new shell is already fast
     write_cache(sh, hook_text(sh), force=True)
+    write_bundle(sh)
     if present:
         click.echo(_older(sh, rc) if older else f"ctxd is already set up in {rc}")
         return

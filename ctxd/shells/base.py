@@ -46,7 +46,7 @@ def template_path(filename):
     raise FileNotFoundError(f"hook template {filename} not found next to {here}")
 
 
-def export_command():
+def export_command(shell_name=None, environ=None):
     """argv that runs `ctxd export` as fast as possible, immune to the project.
 
     The absolute interpreter (no version-manager shim), ``-I`` (ignore PYTHON*
@@ -57,7 +57,9 @@ def export_command():
     the standard library's modules are never looked up in it (listing a big
     site-packages costs the cd a few hundred microseconds). It imports
     ctxd.export_entry itself, not the console script's ctxd._entry, and ends
-    without the interpreter's teardown (export_entry.hook_main).
+    without the interpreter's teardown (export_entry.hook_main). Given the
+    shell's name, it first tries that shell's export bundle (ctxd.shells.bundle)
+    in *environ*'s cache dir, which `ctxd hook` writes.
     """
     import importlib.util
 
@@ -72,6 +74,10 @@ def export_command():
         d = os.path.dirname(os.path.dirname(os.path.abspath(spec.origin)))
         if d != first:
             code += f"sys.path.append({d!r});"
+    if shell_name is not None:
+        from ctxd.shells import bundle
+
+        code += bundle.load_code(bundle.bundle_path(shell_name, environ))
     return [sys.executable, "-I", "-S", "-c", code + EXPORT_CALL]
 
 

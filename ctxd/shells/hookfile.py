@@ -25,12 +25,20 @@ def cache_file(shell_name, environ=None):
     return hook_cache_file(shell_name, environ)
 
 
-def hook_text(sh):
-    """What `ctxd hook SHELL` prints."""
+def hook_text(sh, environ=None):
+    """What `ctxd hook SHELL` prints (its export command tries the shell's export
+    bundle first: write_bundle() writes it)."""
     from ctxd.activation.detectors import all_markers
     from ctxd.shells.base import export_command
 
-    return sh.hook(all_markers(), export_command())
+    return sh.hook(all_markers(), export_command(sh.name, environ))
+
+
+def write_bundle(sh, environ=None):
+    """Write the export bundle hook_text()'s command tries (ctxd.shells.bundle); its path or None."""
+    from ctxd.shells import bundle
+
+    return bundle.write(sh.name, environ)
 
 
 def dist_info():
@@ -56,6 +64,12 @@ def sources(sh):
             os.path.join("shells", "hookfile.py"), os.path.join("shells", "base.py")]
     mods += [os.path.join("shells", f"{c.__module__.rsplit('.', 1)[-1]}.py")
              for c in type(sh).__mro__ if c.__module__.startswith("ctxd.shells.") and c.__module__ != "ctxd.shells.base"]
+    # the export bundle's modules too: an edit of one makes the bundle stand down, and
+    # the stale copy makes the next shell run `ctxd hook`, which writes it again
+    from ctxd.shells.bundle import modules_for, source_file
+
+    mods += [os.path.relpath(source_file(m), pkg) for m in modules_for(sh.name)]
+    mods.append(os.path.join("shells", "bundle.py"))
     found = [template_path(sh.template)]
     found += [p for p in (os.path.join(pkg, m) for m in dict.fromkeys(mods)) if os.path.isfile(p)]
     return found
