@@ -231,6 +231,23 @@ def check_startup_copy(shell, environ):
     return Check("start-up copy", OK, f"{shown} is current: a new {shell} loads the hook without starting ctxd")
 
 
+def check_bundle(shell, environ):
+    """The export bundle (ctxd.shells.bundle): current (a first visit loads the hot path from
+    one file) or not (the export imports its modules one by one until `ctxd hook` rewrites it)."""
+    from ctxd.shells import SUPPORTED, bundle
+
+    if shell not in SUPPORTED:
+        return Check("export bundle", SKIP, "unknown shell")
+    path = bundle.bundle_path(shell, environ)
+    shown = _tilde(path, environ)
+    if bundle.current(path, bundle.modules_for(shell)):
+        return Check("export bundle", OK, f"{shown} is current: a first visit loads ctxd's code from it")
+    why = "is missing" if not os.path.exists(path) else "stands down (stale, torn, or another Python's)"
+    return Check("export bundle", WARN,
+                 f"{shown} {why}: each first visit of a project imports ctxd's modules one by one (~1 ms more)",
+                 f"ctxd hook {shell} >/dev/null   (writes it; so does the next new shell when ctxd changed)")
+
+
 def check_command(environ):
     import shutil
 
@@ -659,6 +676,7 @@ def run_checks(environ=None):
     checks.append(hook)
     checks.append(check_rc(shell, environ, rc_found))
     checks.append(check_startup_copy(shell, environ))
+    checks.append(check_bundle(shell, environ))
     checks.append(check_command(environ))
     if shell == "bash" or (shell is None and environ.get("_CTXD_HOOK") == "bash"):
         checks.append(check_prompt_command(environ))
