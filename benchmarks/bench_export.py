@@ -6,8 +6,13 @@
 Commands, all with this interpreter (sys.executable):
   python -c pass          the reference the target is set against
   python -I -S -c pass    the floor for the hook's argv (no site, no .pth files)
-  hook argv               ctxd.shells.base.export_command() + ["export", "bash"],
-                          exactly what the shell hooks run
+  hook argv               ctxd.shells.base.export_command("bash", env) + ["export", "bash"],
+                          exactly what the shell hooks run: it loads the hot path's
+                          modules from the export bundle `ctxd hook` writes (written
+                          here into the isolated cache first; ctxd/shells/bundle.py)
+  hook, no bundle         export_command() + ["export", "bash"]: the same without the
+                          bundle (importlib loads every module), as before it or
+                          while it stands down after an upgrade
   ctxd script             the `ctxd` console script: ctxd export bash
 
 Scenarios (isolated HOME/XDG in a temp dir; the project is a python project
@@ -210,9 +215,13 @@ def main():
                          "its console script is emulated by python -c")
     args = ap.parse_args()
 
+    from ctxd.shells import bundle
     from ctxd.shells.base import export_command
 
-    hook_argv = export_command() + ["export", "bash"]
+    tmp = tempfile.mkdtemp(prefix="ctxd-bench-export-")
+    bundle_env = isolated_env(os.path.join(tmp, "home"), tmp)  # where build() puts HOME
+    hook_argv = export_command("bash", bundle_env) + ["export", "bash"]
+    no_bundle_argv = export_command() + ["export", "bash"]
     script, on_path = console_script()
     script_argv = [script]
     if args.ctxd_src:
@@ -225,6 +234,7 @@ def main():
         ("python -I -S -c pass", [py, "-I", "-S", "-c", "pass"]),
         ("hook argv", hook_argv),
         ("ctxd script", script_argv + ["export", "bash"]),
+        ("hook, no bundle", no_bundle_argv),
     ]
     if on_path and os.path.realpath(on_path) != os.path.realpath(script):
         commands.append(("ctxd on PATH", [on_path, "export", "bash"]))
@@ -240,7 +250,7 @@ def main():
                                      for a in hook_argv))
     shown = shlex.join(script_argv)[:100]
     print(f"  ctxd script: {shown}"
-          + (f"; `ctxd` on PATH is {on_path} (measured too)" if len(commands) > 4 else ""))
+          + (f"; `ctxd` on PATH is {on_path} (measured too)" if len(commands) > 5 else ""))
     if use_hf:
         hf = subprocess.run(["hyperfine", "--version"], capture_output=True, text=True).stdout.split()[-1]
         how = f"hyperfine {hf} --shell=none"
@@ -248,12 +258,13 @@ def main():
         how = "subprocess loop" + ("" if shutil.which("hyperfine") else " (hyperfine not installed)")
     print(f"  timer: {how}; {args.runs} runs, {args.warmup} warmup, medians in ms", flush=True)
 
-    tmp = tempfile.mkdtemp(prefix="ctxd-bench-export-")
     results = {}
     cpu = {}
     imports = {}
     try:
         home, proj, plain = build(tmp)
+        if bundle.write("bash", bundle_env) is None:
+            raise SystemExit("could not write the export bundle")
         scen = scenarios(home, proj, plain, hook_argv)
         for key, label in SCENARIOS:
             cwd, env = scen[key]
@@ -270,7 +281,8 @@ def main():
             script_run = script_argv[1:] if args.ctxd_src else script_argv
             trace = [py, "-X", "importtime"]
             imports[key] = {
-                "hook argv": importtime(trace + hook_argv[1:], cwd, env),
+                # importlib's own trace: what the path imports, bundle or not
+                "hook argv": importtime(trace + no_bundle_argv[1:], cwd, env),
                 "ctxd script": importtime(trace + script_run + ["export", "bash"], cwd, env),
             }
     finally:
@@ -324,6 +336,7 @@ def main():
             cells.append(f"{v / ref:.2f}x {'ok' if ok else 'MISS'}")
         print(f"{label:<32}{fmt_ms(ref):>8}{fmt_ms(floor):>7}{fmt_ms(hook):>7}{fmt_ms(scr):>8}"
               f"{cells[0]:>12}{cells[1]:>13}{hook / floor:>11.2f}x")
+        print(f"{'  (hook, no bundle: ' + fmt_ms(m['hook, no bundle']) + ' ms)':<32}")
         if "ctxd on PATH" in m:
             print(f"{'  (ctxd on PATH: ' + fmt_ms(m['ctxd on PATH']) + ' ms)':<32}")
     print()
