@@ -214,3 +214,12 @@ def test_doctor_says_whether_the_bundle_is_current(project):
     rewrite(bundle.bundle_path("zsh", env), _one_module_resized)
     c = check_bundle("zsh", env)
     assert c.status == WARN and "stands down" in c.message
+
+
+def test_ctxd_setup_writes_the_bundle_with_the_start_up_copy(project):
+    proj, env = project
+    env = _env(env)
+    r = subprocess.run(["ctxd", "setup", "--shell", "fish", "--write"], cwd=proj, env=env,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert bundle.current(bundle.bundle_path("fish", env), bundle.modules_for("fish"))
