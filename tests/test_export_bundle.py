@@ -21,7 +21,8 @@ PROBE = ("from ctxd.export_entry import export_main, hook_process\nhook_process(
          " if n.startswith('ctxd') and m.__spec__ is not None))"
          " + '\\nFROM_BUNDLE=' + ' '.join(sorted(n for n, m in _s.modules.items()"
          " if n.startswith('ctxd') and m.__spec__ is None))"
-         " + '\\nOS=' + _s.modules['os'].__name__ + '\\n')\n")
+         " + '\\nOS=' + _s.modules['os'].__name__"
+         " + (' disk' if _s.modules['os'].__spec__ is not None else ' bundle') + '\\n')\n")
 
 
 def _env(env):
@@ -45,7 +46,8 @@ def probe(proj, env, shell="bash"):
     assert len(tail) == 2, p.stderr
     disk, _, rest = tail[1].partition("\nFROM_BUNDLE=")
     made, _, os_name = rest.partition("\nOS=")
-    assert os_name.strip() == "ctxd.hookos"
+    os_name, _, p.os_from = os_name.strip().partition(" ")
+    assert os_name == "ctxd.hookos"
     p.stderr = tail[0]
     return p, set(disk.split()), set(made.split())
 
@@ -157,6 +159,7 @@ def test_a_stale_torn_or_foreign_bundle_stands_down_and_the_export_imports_as_be
     p, disk, made = probe(proj, env)
     assert p.returncode == 0 and p.stderr == "", p.stderr
     assert made == set() and CTXD <= disk, (sorted(made), sorted(disk))  # nothing of it left behind
+    assert p.os_from == "disk"  # os is the ctxd.hookos importlib loaded, not one the bundle made
     assert p.stdout == want
     assert not marker.exists()
 

@@ -22,8 +22,8 @@ a first visit imports them, to one file per shell and installation
   start-up lines run whenever ctxd changed (ctxd.shells.hookfile). Until
   then, an export in a shell opened before an upgrade imports from disk.
 
-Standard library only, and imported only by `ctxd hook`, `ctxd setup` and
-the tests, never on the cd path.
+Standard library only, and imported only by `ctxd hook`, `ctxd setup`,
+`ctxd doctor` and the tests, never on the cd path.
 """
 
 import marshal
@@ -77,8 +77,11 @@ def _load(E):
             if name == "ctxd.hookos":
                 m.install()
     except BaseException:
+        hookos = mods.get("ctxd.hookos")
         for name in added:
             mods.pop(name, None)
+        if hookos is not None and "ctxd.hookos" in added and mods.get("os") is hookos:
+            del mods["os"], mods["os.path"]  # importing from disk installs its own
         raise
 
 
