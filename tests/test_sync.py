@@ -254,12 +254,13 @@ def test_forget_propagates_and_a_stale_segment_never_brings_it_back(world):
     c = world("c")
     c.pull()
     assert [r[3] for r in c.rows()] == ["keep this"]
-    # forgetting on the receiving side travels back too
+    # forgetting on the receiving side is b's own business: a deletion only ever removes its
+    # sender's items, so a's message stays on a (and on c)
     with b.memory() as mem:
         mem.forget(session="s1")
     b.push()
-    a.pull()
-    assert a.rows() == b.rows() == []
+    assert a.pull()["deleted"] == 0 and c.pull()["deleted"] == 0
+    assert b.rows() == [] and [r[3] for r in a.rows()] == [r[3] for r in c.rows()] == ["keep this"]
 
 
 # -- privacy and redaction ----------------------------------------------------------------------
@@ -536,9 +537,10 @@ def test_tasks_facts_and_handoffs_travel(world):
     a.push()
     b.pull()
     with b.memory() as mem:
-        assert "migrate billing" in mem.task_text() and "schema v3 done" in mem.task_text()
+        # a's task is a's: listed as such, not b's working memory until b takes it
+        assert mem.task_text() == "" and "migrate billing (from a@example.com" in mem.shared_task_text()
         facts = [f for f in mem.facts() if "dry-run" in f["text"]]
-        assert facts and facts[0]["tag"] == "requirement"
+        assert facts and facts[0]["tag"] == "requirement" and facts[0]["author"] == "a@example.com"
     with a.memory() as mem:
         mem.task_note("schema v4 done")
         mem.task_done()
@@ -549,7 +551,7 @@ def test_tasks_facts_and_handoffs_travel(world):
     a.push()
     b.pull()
     with b.memory() as mem:
-        assert mem.task_text() == ""  # done on a: done here
+        assert mem.shared_task_text() == ""  # done on a: done here
         assert any("Task done: migrate billing" in r[3] for r in b.rows())
         hand = [n for n in os.listdir(mem.paths.handoffs) if n.endswith(".json") and n != "index.json"]
         assert hand, "the handoff archive arrived"
@@ -664,6 +666,8 @@ def test_a_task_continued_on_the_other_machine_goes_back(world):
     a.push()
     b.pull()
     with b.memory() as mem:
+        mem.task_take()  # continued here on purpose: now b's working task
+        assert "release 2.0" in mem.task_text() and "changelog written" in mem.task_text()
         mem.task_note("tagged on the dev box")
         mem.task_done()
     b.push()

@@ -41,8 +41,20 @@ def done():
 
 
 @task.command()
+@click.argument("name", required=False)
+def take(name):
+    """Continue here a task opened on another machine (received through ctxd sync)."""
+    with _memory() as mem:
+        taken = mem.task_take(name)
+    click.echo(f"ctxd: task taken: {taken} (now this machine's working task)")
+
+
+@task.command()
 def show():
-    """Print the open task and its notes."""
+    """Print the open task and its notes, and the open tasks of other machines."""
     with _memory() as mem:
         text = mem.task_text()
+        shared = mem.shared_task_text()
     click.echo(text or "no open task")
+    if shared:
+        click.echo("open on other machines (ctxd task take to continue one here):\n" + shared)

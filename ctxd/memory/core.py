@@ -514,6 +514,19 @@ class ProjectMemory:
         self.changed()
         return done
 
+    def task_take(self, name=None):
+        from ctxd.memory import tasks
+
+        taken = tasks.take(self.store(), name)
+        self.changed()
+        return taken
+
+    def shared_task_text(self):
+        """The open tasks received from other machines, one labelled line each ("" when none)."""
+        from ctxd.memory import tasks
+
+        return tasks.render_shared(self.store(create=False)) if self.exists() else ""
+
     def task_text(self):
         """The open task and its notes as the context shows them ("" when none)."""
         from ctxd.memory import tasks

@@ -31,6 +31,7 @@ import re
 import time
 
 from ctxd.memory import facts as facts_mod
+from ctxd.memory import origin as origin_mod
 from ctxd.memory.tokens import estimate
 from ctxd.isotime import format_utc
 
@@ -319,8 +320,11 @@ def facts_block(rows, budget):
     """The highest-priority live facts that fit *budget* tokens, in conversation order."""
     chosen, used = [], 0
     for r in rows:
+        who = _who(r)
         if r["superseded_by"] is not None:
             line = f"- [superseded, no longer current] {_trim(r['text'], 160)}"
+        elif who:  # another machine's statement: shown as such, never as a requirement here
+            line = f"- [{who}] {_trim(r['text'])}"
         else:
             line = f"- [{r['tag']}] {_trim(r['text'])}"
         t = estimate(line) + 1
@@ -520,6 +524,11 @@ def assemble(store, *, budget, mode="auto", query=None, system=None, system_comp
         p = Part("task", task_text)
         ctx.parts.append(p)
         used += p.tokens
+    shared = tasks.render_shared(store)
+    if shared and mode != "zero":  # other machines' open tasks: labelled, never the working memory
+        p = Part("shared_tasks", shared)
+        ctx.parts.append(p)
+        used += p.tokens
 
     from ctxd.memory import session as session_mod
 
@@ -647,13 +656,25 @@ def memory_text(mem, budget, decisions=True):
 
 # -- output formats ---------------------------------------------------------------------
 
-TITLES = {"system": "Project instructions", "task": "Current task (working memory)", "facts": "Facts to keep (current values; newer statements win)",
+TITLES = {"system": "Project instructions", "task": "Current task (working memory)",
+          "shared_tasks": "Open tasks on other machines (received through ctxd sync; not this machine's task)",
+          "facts": "Facts to keep (current values; newer statements win)",
           "memory": "Session memory (from the session's events)",
           "summary": "Summary of earlier turns", "query": "Relevant earlier turns"}
 
 
 def _label(m):
-    return {"tool_call": "assistant (tool)", "summary": "summary"}.get(m.kind or "", m.role)
+    who = origin_mod.of(m)
+    role = {"tool_call": "assistant (tool)", "summary": "summary"}.get(m.kind or "", m.role)
+    return f"{role} ({who})" if who else role
+
+
+def _who(r):
+    """A fact row's sender label ("" for a fact of a message written here)."""
+    try:
+        return origin_mod.label(r["author"], r["machine"])
+    except (KeyError, IndexError):
+        return ""
 
 
 def _shown(m):
@@ -754,8 +775,9 @@ NEXT = re.compile(r"(?i)\bnext step|\bnext,? (?:we|i)\b|下一步")
 STALE = "[superseded, no longer current]"
 
 
+SHARED = "From other machines (received through ctxd sync; not confirmed here)"
 FACT_SECTIONS = ("Requirements and preferences", "Key technical points", "Files touched", "Errors and fixes",
-                 "Progress", "User questions", "Pending tasks", "Next step", "Superseded (no longer current)")
+                 "Progress", "User questions", "Pending tasks", "Next step", "Superseded (no longer current)", SHARED)
 
 
 def facts_layout(facts):
@@ -765,7 +787,9 @@ def facts_layout(facts):
     for r in facts:
         text = _trim(r["text"])
         role = fact_role(r, text)
-        if role == "superseded":
+        if role == "shared":
+            out[SHARED].append(f"{text} ({_who(r)})")
+        elif role == "superseded":
             out["Superseded (no longer current)"].append(_trim(r["text"], 160))
         elif role == "question":
             out["User questions"].append(r["text"])  # verbatim
@@ -784,8 +808,11 @@ _SESSION_LAYOUT = {"next": "Next step", "todo": "Pending tasks", "error": "Error
 
 def fact_role(r, text):
     """What a kept fact says, for the layouts that arrange facts: superseded, question, next,
-    todo, error, done, requirement, path or point (the first that applies, in that order)."""
+    todo, error, done, requirement, path or point (the first that applies, in that order); shared
+    before all of them for a fact of a message received from another machine."""
     kinds = set(r["kinds"].split(","))
+    if _who(r):
+        return "shared"
     if r["superseded_by"] is not None:
         return "superseded"
     if r["tag"] == "question":
@@ -822,6 +849,9 @@ def session_memory(ctx):
     for r in ctx.facts:
         text = _trim(session_mod.clean(r["text"]))
         norm = facts_mod.normalize(text)
+        if _who(r):  # another machine's: its own section, labelled, never a requirement or task here
+            out.setdefault(SHARED, []).append(f"{text} ({_who(r)})")
+            continue
         if r["tag"] == "question" and r["superseded_by"] is None:
             if f"Open question: {text}" not in out["Pending tasks"]:
                 out["Pending tasks"].append(f"Open question: {text}")  # also among the requests: labelled
@@ -837,7 +867,7 @@ def session_memory(ctx):
         else:
             out[_SESSION_LAYOUT[role]].append(text)
     if not out["Current work"]:
-        last = [m for m in ctx.recent if m.kind == "prompt" or (not m.kind and m.role == "user")][-1:]
+        last = [m for m in ctx.recent if (m.kind == "prompt" or (not m.kind and m.role == "user")) and not m.author][-1:]
         if last and (ctx.facts or out["User messages"]):
             out["Current work"].append(_trim(session_mod.clean(last[0].content), 400))
     return {k: v for k, v in out.items() if v}
@@ -874,8 +904,10 @@ def to_messages(ctx):
         if head:
             msgs.append({"role": "system", "content": head})
         for m in recent:
+            who = origin_mod.of(m)
             msgs.append({"role": m.role if m.role in ("user", "assistant") else "user" if m.role == "tool" else "system",
-                         "content": _shown(m) if m.role != "tool" else f"[tool output]\n{m.content}"})
+                         "content": (f"[{who}] " if who else "")
+                         + (_shown(m) if m.role != "tool" else f"[tool output]\n{m.content}")})
         return msgs
 
     from ctxd.memory.tokens import ceiling

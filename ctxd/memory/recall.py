@@ -19,6 +19,7 @@ Standard library only (the UserPromptSubmit hook imports it).
 import re
 import time
 
+from ctxd.memory import origin
 from ctxd.memory.tokens import estimate
 
 POOL = 200  # hits read from each index per query
@@ -316,7 +317,8 @@ def item_text(m):
         nl = cut.rfind("\n")
         text = (cut[:nl] if nl > MAX_ITEM_CHARS // 2 else cut) + " …"
     label = m.role if m.kind in ("prompt", "reply") else f"{m.role} ({m.kind}{', ' + m.tool if m.tool else ''})"
-    return f"#{m.id} {label}: {text}"
+    who = origin.of(m)
+    return f"#{m.id} {label}{f' [{who}]' if who else ''}: {text}"
 
 
 def _cost(m, counter, labels):

@@ -279,14 +279,17 @@ def session_memory(store, root=None, *, session=None, scan=SCAN, decisions=True)
     """The SessionMemory of the newest *scan* typed rows (of *session*, else of every session).
     *decisions*: also read the user's constraints and preferences (of the newest
     DECISION_PROMPTS prompts; a context that shows the facts has them already)."""
-    rows = store.session_rows(scan, session=session)
+    # the newest session is one of this machine's: what came through ctxd sync never becomes the
+    # current work, the initial request or the user's constraints here (facts and turns label it)
+    local = session is None
+    rows = store.session_rows(scan, session=session, local=local)
     mem = SessionMemory()
     if session is None:  # the session of the newest request (a title or summary row may come after it)
         session_of = next((r["session"] for r in reversed(rows) if r["kind"] == "prompt"),
                           rows[-1]["session"] if rows else None)
     else:
         session_of = session
-    first = store.first_prompt(session_of) if rows else None
+    first = store.first_prompt(session_of, local=local) if rows else None
     if first is not None:
         mem.initial_request = first["content"][:4000]
         mem.initial_id = first["id"]

@@ -224,10 +224,23 @@ MIGRATIONS = [
         DELETE FROM sync_unsent WHERE id = old.id;
     END;
     """,
+    # 8: where a received item came from (ctxd.memory.sync): ``origin``, the sending store (a hash of
+    #    its git user.email and machine id; NULL: written here); ``sync_tombs``, received deletions by
+    #    key and origin (a deletion removes only its sender's own items)
+    """
+    ALTER TABLE messages ADD COLUMN origin TEXT;
+    ALTER TABLE tasks ADD COLUMN origin TEXT;
+    CREATE TABLE IF NOT EXISTS sync_tombs(
+        key TEXT NOT NULL,
+        origin TEXT NOT NULL,
+        ts REAL NOT NULL,
+        PRIMARY KEY (key, origin)
+    ) WITHOUT ROWID;
+    """,
 ]
-SCHEMA_VERSION = 7  # PRAGMA user_version after the last migration (some steps share a version)
+SCHEMA_VERSION = 8  # PRAGMA user_version after the last migration (some steps share a version)
 # the user_version each step of MIGRATIONS brings the store to
-_STEP_VERSION = [1, 2, 3, 4, 5, 5, 5, 6, 7]
+_STEP_VERSION = [1, 2, 3, 4, 5, 5, 5, 6, 7, 8]
 
 
 class StoreError(CtxdError):

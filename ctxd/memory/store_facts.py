@@ -71,14 +71,19 @@ class FactsTables:
         return self.db.execute("SELECT id, kinds, norm FROM facts WHERE topic = ? AND superseded_by IS NULL "
                                "AND id < ? ORDER BY id DESC LIMIT ?", (topic, fact_id, limit)).fetchall()
 
+    # a fact's source message's author and machine: set when it came through ctxd sync
+    _WHO = ("SELECT f.*, m.author AS author, m.machine AS machine FROM (SELECT * FROM facts WHERE {} "
+            "ORDER BY {} LIMIT ?) f LEFT JOIN messages m ON m.id = f.msg_id ORDER BY {}")
+
     def live_facts(self, limit):
-        """Live facts, highest priority first (index facts_live: the cost follows *limit*)."""
-        return self.db.execute("SELECT * FROM facts WHERE superseded_by IS NULL ORDER BY priority DESC, id ASC "
-                               "LIMIT ?", (limit,)).fetchall()
+        """Live facts, highest priority first (index facts_live: the cost follows *limit*), with
+        their message's author and machine."""
+        return self.db.execute(self._WHO.format("superseded_by IS NULL", "priority DESC, id ASC",
+                                                "f.priority DESC, f.id ASC"), (limit,)).fetchall()
 
     def superseded_facts(self, limit):
-        """Superseded facts, newest first."""
-        return self.db.execute("SELECT * FROM facts WHERE superseded_by IS NOT NULL ORDER BY id DESC LIMIT ?",
+        """Superseded facts, newest first, with their message's author and machine."""
+        return self.db.execute(self._WHO.format("superseded_by IS NOT NULL", "id DESC", "f.id DESC"),
                                (limit,)).fetchall()
 
     def superseded_count(self):
@@ -142,8 +147,9 @@ class FactsTables:
         return row[0] if row and row[0] is not None else 0
 
     def first_user_content(self, upto):
-        """The content of the first user message with id <= *upto*, or None."""
-        row = self.db.execute("SELECT content FROM messages WHERE role = 'user' AND +id <= ? ORDER BY ts, id "
+        """The content of the first user message written here with id <= *upto*, or None."""
+        row = self.db.execute("SELECT content FROM messages WHERE role = 'user' AND +id <= ? AND +author IS NULL "
+                              "ORDER BY ts, id "
                               "LIMIT 1", (upto,)).fetchone()  # +id: walk messages_ts from the oldest
         return row[0] if row else None
 

@@ -15,11 +15,12 @@ _TYPED = ("prompt", "reply", "tool_call", "tool_result", "summary")
 class SessionTables:
     """Methods of Store for ctxd.memory.session; self.db is the connection."""
 
-    def session_rows(self, limit=3000, session=None):
+    def session_rows(self, limit=3000, session=None, local=False):
         """The newest *limit* typed rows (prompt, reply, tool_call, tool_result, summary; of meta
         only interrupts: they tell a call the user stopped from one that failed), oldest first, as
         rows with id, session, kind, tool, call_id, subtype, data (JSON text), ts, source and
-        content (a tool result's cut to its head and tail)."""
+        content (a tool result's cut to its head and tail). *local*: only rows written here (none
+        received through ctxd sync)."""
         cols = ("id, session, kind, role, tool, call_id, subtype, data, ts, source, output_path, "
                 "CASE WHEN kind = 'tool_result' AND length(content) > ? "
                 "THEN substr(content, 1, ?) || char(10) || substr(content, -?) ELSE content END AS content")
@@ -32,17 +33,21 @@ class SessionTables:
             sql = (f"SELECT {cols} FROM messages WHERE +kind IN ({marks}, 'meta') AND session = ? "
                    "ORDER BY ts DESC, id DESC LIMIT ?")
             args.append(session)
+        if local:
+            sql = sql.replace(" ORDER BY", " AND +author IS NULL ORDER BY")
         args.append(limit)
         rows = self.db.execute(sql, args).fetchall()
         return [r for r in reversed(rows) if r["kind"] != "meta" or r["subtype"] == "interrupt"]
 
-    def first_prompt(self, session=None):
-        """The first typed prompt (of *session*, else of the whole store) as a row, or None."""
+    def first_prompt(self, session=None, local=False):
+        """The first typed prompt (of *session*, else of the whole store; *local*: written here) as
+        a row, or None."""
+        mine = " AND +author IS NULL" if local else ""
         if session is None:
-            return self.db.execute("SELECT id, session, ts, content FROM messages WHERE +kind = 'prompt' "
-                                   "ORDER BY ts, id LIMIT 1").fetchone()  # +kind: walk messages_ts
-        return self.db.execute("SELECT id, session, ts, content FROM messages WHERE kind = 'prompt' AND session = ? "
-                               "ORDER BY ts, id LIMIT 1", (session,)).fetchone()
+            return self.db.execute("SELECT id, session, ts, content FROM messages WHERE +kind = 'prompt'"
+                                   f"{mine} ORDER BY ts, id LIMIT 1").fetchone()  # +kind: walk messages_ts
+        return self.db.execute("SELECT id, session, ts, content FROM messages WHERE kind = 'prompt' AND session = ?"
+                               f"{mine} ORDER BY ts, id LIMIT 1", (session,)).fetchone()
 
     def kind_of(self, msg_id):
         """The kind of message *msg_id*, or None."""

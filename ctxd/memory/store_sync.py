@@ -5,7 +5,8 @@ reads and writes the tables schema 7 added: ``tombstones`` (every deleted messag
 its key, written by a trigger), ``private_sessions``, ``sync_blobs`` (segment blobs
 imported, skipped or written here), ``sync_sent`` (tasks and handoffs sent, by digest),
 the ``author`` / ``machine`` columns of messages and tasks (NULL: written here), and
-the sync keys in ``meta``.
+the sync keys in ``meta``; schema 8's ``origin`` column (the sending store) and
+``sync_tombs`` (received deletions, by key and origin).
 """
 
 import time
@@ -141,66 +142,90 @@ class SyncTables:
         return self.db.execute("SELECT oid, path FROM sync_blobs WHERE status LIKE 'skipped%' ORDER BY path").fetchall()
 
     def apply_tombstones(self, tombs):
-        """Record received tombstones [(key, ts, author)] and delete the messages they name (the
-        offloaded files no other message shares go too). How many messages were deleted."""
-        tombs = [t for t in tombs if t[0]]
+        """Record received tombstones [(key, ts, origin)] and delete the messages they name that
+        came from that same origin (a deletion never reaches another sender's items, nor what was
+        written here; the offloaded files no other message shares go too). How many were deleted."""
+        tombs = [t for t in tombs if t[0] and t[2]]
         if not tombs:
             return 0
         with self.transaction():
-            self.db.executemany("INSERT INTO tombstones(key, ts, author) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+            self.db.executemany("INSERT INTO sync_tombs(key, ts, origin) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
                                 tombs)
-            return self._delete("dedup = ?", [(t[0],) for t in tombs])
+            before = self.max_tombstone_id()
+            n = self._delete("dedup = ? AND origin = ?", [(t[0], t[2]) for t in tombs])
+            # the delete trigger wrote them down as deletions made here: they are the sender's, not ours
+            self.db.execute("DELETE FROM tombstones WHERE id > ? AND author IS NULL", (before,))
+            return n
 
-    def tombstoned(self, keys):
-        """The keys among *keys* that have a tombstone."""
+    def tombstoned(self, keys, origin=None):
+        """The keys among *keys* deleted here, or deleted by *origin* (received tombstones)."""
         keys = list(keys)
         out = set()
         for i in range(0, len(keys), 500):
             chunk = keys[i:i + 500]
-            out |= {r[0] for r in self.db.execute(
-                f"SELECT key FROM tombstones WHERE key IN ({','.join('?' * len(chunk))})", chunk)}
+            marks = ','.join('?' * len(chunk))
+            out |= {r[0] for r in self.db.execute(f"SELECT key FROM tombstones WHERE key IN ({marks})", chunk)}
+            if origin is not None:
+                out |= {r[0] for r in self.db.execute(
+                    f"SELECT key FROM sync_tombs WHERE origin = ? AND key IN ({marks})", [origin] + chunk)}
         return out
 
-    def set_authors(self, ids, author, machine):
+    def set_authors(self, ids, author, machine, origin=None):
         ids = list(ids)
         with self.transaction():
             for i in range(0, len(ids), 500):
                 chunk = ids[i:i + 500]
                 marks = ','.join('?' * len(chunk))
-                self.db.execute(f"UPDATE messages SET author = ?, machine = ? WHERE id IN ({marks})",
-                                [author, machine] + chunk)
+                self.db.execute(f"UPDATE messages SET author = ?, machine = ?, origin = ? WHERE id IN ({marks})",
+                                [author, machine, origin] + chunk)
                 self.db.execute(f"DELETE FROM sync_unsent WHERE id IN ({marks})", chunk)  # it came from there
 
-    def ids_of_keys(self, keys):
-        """{dedup key: message id} for the keys stored."""
+    def ids_of_keys(self, keys, origin=None):
+        """{dedup key: message id} for the keys stored (*origin*: of the messages from that origin)."""
         keys = list(keys)
         out = {}
+        mine = "" if origin is None else " AND origin = ?"
         for i in range(0, len(keys), 500):
             chunk = keys[i:i + 500]
             out.update({r[0]: r[1] for r in self.db.execute(
-                f"SELECT dedup, id FROM messages WHERE dedup IN ({','.join('?' * len(chunk))})", chunk)})
+                f"SELECT dedup, id FROM messages WHERE dedup IN ({','.join('?' * len(chunk))}){mine}",
+                chunk + ([] if origin is None else [origin]))})
         return out
 
-    def upsert_task(self, t, author):
-        """A received task (dict: key, name, status, started, finished, notes): inserted, or its
-        status and the notes it lacks brought up to date when it is stored already."""
+    def upsert_task(self, t, author, origin=None, label=None):
+        """A received task (dict: key, name, status, started, finished, notes): inserted (as
+        another machine's task: never the working task here until taken), or its status and the
+        notes it lacks (by time) brought up to date when it is stored already; a note from another
+        sender than the task's own starts with *label* ("[from ...] ")."""
         with self.transaction():
-            row = self.db.execute("SELECT id, status FROM tasks WHERE sync_key = ?", (t["key"],)).fetchone()
+            row = self.db.execute("SELECT id, status, author FROM tasks WHERE sync_key = ?", (t["key"],)).fetchone()
             if row is None:
-                tid = self.db.execute("INSERT INTO tasks(name, status, started, finished, sync_key, author) "
-                                      "VALUES (?,?,?,?,?,?)", (t["name"], t["status"], t["started"], t["finished"],
-                                                               t["key"], author)).lastrowid
-                have = set()
+                tid = self.db.execute("INSERT INTO tasks(name, status, started, finished, sync_key, author, origin) "
+                                      "VALUES (?,?,?,?,?,?,?)", (t["name"], t["status"], t["started"], t["finished"],
+                                                                 t["key"], author, origin)).lastrowid
+                have, mark = set(), ""
             else:
                 tid = row["id"]
                 if t["status"] == "done" and row["status"] != "done":
                     self.db.execute("UPDATE tasks SET status = 'done', finished = ? WHERE id = ?",
                                     (t["finished"], tid))
-                have = {(n["ts"], n["text"]) for n in self.db.execute(
-                    "SELECT ts, text FROM task_notes WHERE task_id = ?", (tid,))}
+                have = {n["ts"] for n in self.db.execute("SELECT ts FROM task_notes WHERE task_id = ?", (tid,))}
+                mark = f"[{label}] " if label and row["author"] != author else ""
             for n in t["notes"]:
-                if (n["ts"], n["text"]) not in have:
-                    self.db.execute("INSERT INTO task_notes(task_id, ts, text) VALUES (?,?,?)", (tid, n["ts"], n["text"]))
+                if n["ts"] not in have:
+                    have.add(n["ts"])
+                    self.db.execute("INSERT INTO task_notes(task_id, ts, text) VALUES (?,?,?)",
+                                    (tid, n["ts"], mark + n["text"]))
+
+    def shared_open_tasks(self):
+        """Open tasks received from other machines, newest first: rows (id, name, started, author)."""
+        return self.db.execute("SELECT id, name, started, author FROM tasks WHERE status = 'open' "
+                               "AND author IS NOT NULL ORDER BY id DESC").fetchall()
+
+    def take_task(self, task_id):
+        """Make a received task this machine's own (its working task; its sync key stays)."""
+        with self.transaction():
+            self.db.execute("UPDATE tasks SET author = NULL, origin = NULL WHERE id = ?", (task_id,))
 
     # -- private sessions -------------------------------------------------------------
     def set_private(self, session, private=True):

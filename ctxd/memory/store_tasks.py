@@ -12,8 +12,10 @@ class TasksTables:
     """Methods of Store over the tasks tables; self.db is the connection."""
 
     def open_task(self):
-        """The open task's row (the newest if several), or None."""
-        return self.db.execute("SELECT * FROM tasks WHERE status = 'open' ORDER BY id DESC LIMIT 1").fetchone()
+        """The open task's row (the newest if several), or None. A task received through ctxd sync
+        is another machine's until taken (SyncTables.take_task)."""
+        return self.db.execute("SELECT * FROM tasks WHERE status = 'open' AND author IS NULL "
+                               "ORDER BY id DESC LIMIT 1").fetchone()
 
     def task_notes(self, task_id):
         """The texts of *task_id*'s notes, oldest first."""

@@ -40,7 +40,6 @@ Standard library only; git is run with a timeout and an explicit environment.
 import getpass
 import gzip
 import hashlib
-import itertools
 import json
 import math
 import os
@@ -52,6 +51,7 @@ import time
 import zlib
 
 from ctxd.errors import ConfigError, CtxdError, ExitCode, NotFoundError, SyncError, UsageError
+from ctxd.memory import origin as origin_mod
 
 REF = "refs/ctxd/memory"
 FORMAT = 1
@@ -60,7 +60,16 @@ SEGMENT_ITEMS = 5000  # items per segment blob: an initial sync of 100,000 messa
 PUSH_ATTEMPTS = 5  # a push the remote rejects because it moved: fetch, merge, retry this often
 GIT_TIMEOUT = 60  # seconds for local plumbing
 NET_TIMEOUT = 300  # seconds for fetch and push
-MAX_SEGMENT = 512 * 1024 * 1024  # bytes a segment may inflate to (a gzip bomb is skipped)
+# Bounds on what a segment may cost the receiver (anyone who can push the ref can write one):
+# it is inflated INFLATE_CHUNK bytes at a time, a line at a time, never whole.
+MAX_BLOB = 32 * 1024 * 1024  # compressed bytes of one segment blob: a bigger one is not read
+MAX_SEGMENT = 64 * 1024 * 1024  # bytes a segment may inflate to (a gzip bomb is refused)
+MAX_LINE = 2 * 1024 * 1024  # bytes of one item's JSON line: a longer one is skipped unread
+MAX_ITEM_CHARS = 256 * 1024  # characters of an item's text (a message, a task's name or note)
+MAX_ITEMS = 2 * SEGMENT_ITEMS  # items in one segment
+SEGMENT_BYTES = 16 * 1024 * 1024  # a segment written here closes at about this many bytes of JSON
+INFLATE_CHUNK = 256 * 1024
+MAX_PRIORITY = 5.0  # a received fact ranks at most like one recorded on purpose here
 FORMAT_BLOB = (b"ctxd project memory (ctxd sync), format 1.\n"
                b"segments/<author>/<sha256>.jsonl.gz: gzip'd JSON lines, a header then one item a line.\n"
                b"Written and read by ctxd; do not edit.\n")
@@ -225,6 +234,31 @@ class Git:
             pos += size + 1
         return res
 
+    def blob_sizes(self, oids):
+        """{oid: size in bytes} of the blobs among *oids* (git cat-file --batch-check: nothing read)."""
+        if not oids:
+            return {}
+        out = self.run("cat-file", "--batch-check", input="".join(o + "\n" for o in oids).encode())[1]
+        res = {}
+        for line in out.decode().splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[1] == "blob":
+                res[parts[0]] = int(parts[2])
+        return res
+
+    def adders(self, commit):
+        """{segment path: the author emails (lowercase) of the commits that added it}, over the
+        history of *commit* (a merge adds nothing of its own: it only unites two trees)."""
+        out = self.out("-c", "core.quotePath=false", "log", "--full-history", "--no-renames", "--diff-filter=A",
+                       "--format=%x01%ae", "--name-only", commit, "--", "segments/", timeout=NET_TIMEOUT)
+        res, email = {}, None
+        for line in out.splitlines():
+            if line.startswith("\x01"):
+                email = line[1:].strip().lower()
+            elif line.strip() and email is not None:
+                res.setdefault(line.strip(), set()).add(email)
+        return res
+
     def count_between(self, a, b):
         """(commits only in *a*, commits only in *b*)."""
         left, right = self.out("rev-list", "--left-right", "--count", f"{a}...{b}").split()
@@ -249,28 +283,52 @@ def encode_segment(header, items):
     return gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)
 
 
-def decode_segment(data):
-    """(header, items, bad lines) of a segment's bytes; SegmentError when it is none."""
+def _lines(data):
+    """The lines of gzip'd *data*, inflated INFLATE_CHUNK bytes at a time: bytes, or None for a
+    line longer than MAX_LINE (dropped as it streams by). SegmentError past MAX_SEGMENT bytes."""
     if not data or data[:2] != b"\x1f\x8b":
         raise SegmentError("not a gzip'd segment")
     d = zlib.decompressobj(wbits=31)
+    tail, total, parts, size, long_line = data, 0, [], 0, False
+    while not d.eof:
+        try:
+            out = d.decompress(tail, INFLATE_CHUNK)
+        except zlib.error as e:
+            raise SegmentError(f"corrupt gzip data ({e})") from None
+        tail = d.unconsumed_tail
+        if not out and not tail and not d.eof:
+            raise SegmentError("truncated gzip data")
+        total += len(out)
+        if total > MAX_SEGMENT:
+            raise SegmentError(f"inflates to more than {MAX_SEGMENT} bytes")
+        start = 0
+        while True:
+            nl = out.find(b"\n", start)
+            piece = out[start:] if nl < 0 else out[start:nl]
+            if not long_line:
+                size += len(piece)
+                if size > MAX_LINE:
+                    long_line, parts = True, []
+                else:
+                    parts.append(piece)
+            if nl < 0:
+                break
+            yield None if long_line else b"".join(parts)
+            parts, size, long_line, start = [], 0, False, nl + 1
+    if parts or long_line:
+        yield None if long_line else b"".join(parts)
+
+
+def decode_segment(data):
+    """(header, items, bad lines) of a segment's bytes; SegmentError when it is none or when it
+    is over a bound (MAX_SEGMENT bytes inflated, MAX_ITEMS items). Memory stays bounded: the
+    segment is inflated a chunk at a time and an item over MAX_LINE / MAX_ITEM_CHARS is skipped."""
+    lines = _lines(data)
+    first = next(lines, None)
     try:
-        raw = d.decompress(data, MAX_SEGMENT)
-    except zlib.error as e:
-        raise SegmentError(f"corrupt gzip data ({e})") from None
-    if d.unconsumed_tail:
-        raise SegmentError(f"inflates to more than {MAX_SEGMENT} bytes")
-    if not d.eof:
-        raise SegmentError("truncated gzip data")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise SegmentError("not UTF-8 text") from None
-    lines = text.split("\n")
-    try:
-        header = json.loads(lines[0])
-    except ValueError:
-        raise SegmentError("no segment header") from None
+        header = json.loads(first.decode("utf-8")) if first else None
+    except (UnicodeDecodeError, ValueError):
+        header = None
     if not isinstance(header, dict) or header.get("ctxd") != MAGIC:
         raise SegmentError("no segment header")
     fmt = header.get("format")
@@ -279,19 +337,34 @@ def decode_segment(data):
     if fmt > FORMAT:
         raise SegmentError(f"format {fmt}, written by a newer ctxd (upgrade ctxd to read it)")
     items, bad = [], 0
-    for line in lines[1:]:
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except ValueError:
+    for line in lines:
+        if line is None:
             bad += 1
             continue
-        if isinstance(item, dict) and _valid(item):
+        if not line.strip():
+            continue
+        if len(items) >= MAX_ITEMS:
+            raise SegmentError(f"more than {MAX_ITEMS} items")
+        try:
+            item = json.loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            bad += 1
+            continue
+        if isinstance(item, dict) and _valid(item) and _small(item):
             items.append(item)
         else:
             bad += 1
     return header, items, bad
+
+
+def _small(item):
+    """Whether an item's texts are within MAX_ITEM_CHARS."""
+    t = item["t"]
+    if t == "msg":
+        return len(item["content"]) <= MAX_ITEM_CHARS
+    if t == "task":
+        return len(item["name"]) <= MAX_ITEM_CHARS and all(len(n["text"]) <= MAX_ITEM_CHARS for n in item["notes"])
+    return True
 
 
 def _valid(item):
@@ -539,7 +612,8 @@ class Sync:
             sent.append((key, digest))
 
     def _task_view(self, t):
-        return dict(t, name=self._redact(t["name"]), notes=[dict(n, text=self._redact(n["text"])) for n in t["notes"]])
+        return dict(t, name=_capped(self._redact(t["name"])),
+                    notes=[dict(n, text=_capped(self._redact(n["text"]))) for n in t["notes"]])
 
     def _msg_item(self, r, outputs):
         content = r["content"]
@@ -550,7 +624,7 @@ class Sync:
             except OSError:
                 pass
         item = dict(t="msg", key=r["dedup"], kind=r["kind"], role=r["role"], session=r["session"],
-                    content=self._redact(content), ts=r["ts"], importance=r["importance"], source=r["source"])
+                    content=_capped(self._redact(content)), ts=r["ts"], importance=r["importance"], source=r["source"])
         for k in ("tool", "call_id", "subtype"):
             if r[k] is not None:
                 item[k] = r[k]
@@ -581,7 +655,8 @@ class Sync:
         st = self.store
         marks = {}
         items = self.pending_items(marks)
-        chunk = list(itertools.islice(items, SEGMENT_ITEMS))
+        chunks = _segments(items)
+        chunk = next(chunks, None)
         if not chunk:
             st.record_sent(ids=marks["ids"], tomb_hwm=marks["tomb_hwm"])
             return None, 0, 0
@@ -596,7 +671,7 @@ class Sync:
             blobs.append((oid, f"segments/{adir}/{_sha(data)[:40]}.jsonl.gz", len(chunk), len(data)))
             n_items += len(chunk)
             n_msgs += sum(1 for it in chunk if it["t"] == "msg")
-            chunk = list(itertools.islice(items, SEGMENT_ITEMS))
+            chunk = next(chunks, None)
         for _ in range(PUSH_ATTEMPTS):
             local = self.git.rev(REF)
             entries = self.git.ls_tree(local) if local else {}
@@ -615,7 +690,13 @@ class Sync:
 
     # -- import -------------------------------------------------------------------------
     def import_ref(self):
-        """Import every segment blob on the local ref not imported yet. A dict of counts."""
+        """Import every segment blob on the local ref not imported yet. A dict of counts.
+
+        What a segment says of its sender is a claim: each segment's header author is checked
+        against the commit that added the segment (its author email); when they differ its items
+        are stored as "<author> (unverified)" and its deletions are not applied. A deletion
+        removes only the items of the store that sent it; a fact only ranks one of its sender's
+        messages, at most MAX_PRIORITY; a task stays the other machine's until taken here."""
         stats = dict(blobs=0, messages=0, deleted=0, tasks=0, handoffs=0, facts=0, skipped=0, bad_items=0)
         local = self.git.rev(REF)
         if local is None:
@@ -626,44 +707,57 @@ class Sync:
                if p.startswith("segments/") and o not in known]
         if not new:
             return stats
-        datas = self.git.cat_blobs(sorted({o for _p, o in new}))  # compressed: ~220 bytes a message
+        sizes = self.git.blob_sizes(sorted({o for _p, o in new}))
+        readable = []
+        for path, oid in new:
+            if (sizes.get(oid) or 0) > MAX_BLOB:
+                self._skip(stats, path, oid, f"{sizes[oid]} bytes, more than {MAX_BLOB}")
+            else:
+                readable.append((path, oid))
+        datas = self.git.cat_blobs(sorted({o for _p, o in readable}))  # compressed: ~220 bytes a message
+        adders = self.git.adders(local) if readable else {}
         # first pass: every tombstone (and the few other items) of every new segment, so a
         # tombstone deletes its message whichever segment, read in whichever order, holds it
         good, tombs, facts, tasks, handoffs = [], [], [], [], []
-        for path, oid in new:
+        for path, oid in readable:
             try:
                 header, items, bad = decode_segment(datas.get(oid))
             except SegmentError as e:
-                self.report(f"skipped {path} ({oid[:12]}) on {REF}: {e}")
-                stats["skipped"] += 1
-                if "newer ctxd" not in str(e):  # a newer ctxd's segment is read after an upgrade
-                    with st.transaction():
-                        st.record_blob(oid, path, f"skipped: {e}")
+                self._skip(stats, path, oid, e)
+                datas.pop(oid, None)
                 continue
             if bad:
-                self.report(f"{path} ({oid[:12]}) on {REF}: {bad} unreadable item{'s' if bad != 1 else ''} "
-                            f"skipped, the rest imported")
+                self.report(f"{path} ({oid[:12]}) on {REF}: {bad} unreadable or oversized item"
+                            f"{'s' if bad != 1 else ''} skipped, the rest imported")
                 stats["bad_items"] += bad
-            author = header.get("author") if isinstance(header.get("author"), str) else "?"
-            machine = header.get("machine") if isinstance(header.get("machine"), str) else "?"
-            good.append((path, oid, author, machine))
+            claimed, machine = _ident(header.get("author")), _ident(header.get("machine"))
+            origin = author_dir(claimed, _ident(header.get("machine_id"), ""))
+            by = adders.get(path, set())
+            author = claimed if claimed.lower() in by else f"{claimed} (unverified)"
+            n_tombs = sum(1 for it in items if it["t"] == "tomb")
+            if author != claimed:
+                self.report(f"{path} ({oid[:12]}) on {REF} says it is from {claimed} but was added by "
+                            f"{', '.join(sorted(by)) or 'no single commit'}: its items are marked unverified"
+                            + (f", its {n_tombs} deletion{'s' if n_tombs != 1 else ''} ignored" if n_tombs else ""))
+            good.append((path, oid, author, machine, origin))
             for it in items:
                 t = it["t"]
                 if t == "tomb":
-                    tombs.append((it["key"], it["ts"], author))
+                    if author == claimed:
+                        tombs.append((it["key"], it["ts"], origin))
                 elif t == "fact":
-                    facts.append(it)
+                    facts.append((it, origin))
                 elif t == "task":
-                    tasks.append((it, author))
+                    tasks.append((it, author, machine, origin))
                 elif t == "handoff":
                     handoffs.append(it)
             del items
         stats["deleted"] = st.apply_tombstones(tombs)
         # second pass: the messages, one segment (one transaction) at a time
-        for path, oid, author, machine in good:
-            _h, items, _bad = decode_segment(datas[oid])
+        for path, oid, author, machine, origin in good:
+            _h, items, _bad = decode_segment(datas.pop(oid))
             msgs = [it for it in items if it["t"] == "msg"]
-            dead = st.tombstoned(it["key"] for it in msgs)
+            dead = st.tombstoned((it["key"] for it in msgs), origin)
             rows = [dict(kind=it["kind"], role=it.get("role") if it.get("role") in ("user", "assistant", "system", "tool")
                          else None, content=it["content"], session=it.get("session") or "",
                          source=it.get("source") or "sync", ts=it["ts"], importance=it.get("importance"),
@@ -672,13 +766,15 @@ class Sync:
                     for it in msgs if it["key"] not in dead and it["content"].strip()]
             with st.transaction():
                 added = st.add_many(rows, redact=True)
-                st.set_authors(added, author, machine)
+                st.set_authors(added, author, machine, origin)
                 st.record_blob(oid, path, "imported", len(items))
             stats["messages"] += len(added)
             stats["blobs"] += 1
-        for it, author in tasks:
+        for it, author, machine, origin in tasks:
+            label = origin_mod.label(author, machine)
             st.upsert_task(dict(it, name=self._redact(it["name"]), finished=it.get("finished"),
-                                notes=[dict(n, text=self._redact(n["text"])) for n in it["notes"]]), author)
+                                notes=[dict(n, text=self._redact(n["text"])) for n in it["notes"]]),
+                           author, origin, label=label)
             # what is stored now counts as sent: only a later change here goes back
             (now,) = st.sync_tasks(it["key"])
             st.record_sent(sent=[(it["key"], _sha(json.dumps(self._task_view(now), sort_keys=True)))])
@@ -686,14 +782,22 @@ class Sync:
         if facts:
             from ctxd.memory import engine
 
-            ids = st.ids_of_keys(f["key"] for f in facts)
-            for f in facts:
-                if f["key"] in ids:
-                    engine.keep_fact(st, ids[f["key"]], f["kind"], float(f["priority"]))
+            for it, origin in facts:
+                ids = st.ids_of_keys([it["key"]], origin)  # only its sender's own message
+                if it["key"] in ids:
+                    priority = min(max(float(it["priority"]), 0.0), MAX_PRIORITY)
+                    engine.keep_fact(st, ids[it["key"]], it["kind"], priority)
                     stats["facts"] += 1
         for it in handoffs:
             stats["handoffs"] += self._import_handoff(it)
         return stats
+
+    def _skip(self, stats, path, oid, why):
+        self.report(f"skipped {path} ({oid[:12]}) on {REF}: {why}")
+        stats["skipped"] += 1
+        if "newer ctxd" not in str(why):  # a newer ctxd's segment is read after an upgrade
+            with self.store.transaction():
+                self.store.record_blob(oid, path, f"skipped: {why}")
 
     def _import_handoff(self, it):
         from ctxd.handoff import archive as archive_mod
@@ -829,6 +933,36 @@ class Sync:
 
 def _str(v):
     return v if isinstance(v, str) else None
+
+
+def _capped(text):
+    """*text* within MAX_ITEM_CHARS (what a receiver accepts), its cut said."""
+    if not text or len(text) <= MAX_ITEM_CHARS:
+        return text
+    note = f"\n[... {len(text):,} characters: cut to ctxd sync's limit of {MAX_ITEM_CHARS:,} an item]"
+    return text[:MAX_ITEM_CHARS - len(note)] + note
+
+
+def _segments(items):
+    """*items* in lists of at most SEGMENT_ITEMS items and about SEGMENT_BYTES bytes of JSON."""
+    chunk, size = [], 0
+    for it in items:
+        n = len(json.dumps(it, ensure_ascii=False)) + 1
+        if chunk and (len(chunk) >= SEGMENT_ITEMS or size + n > SEGMENT_BYTES):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(it)
+        size += n
+    if chunk:
+        yield chunk
+
+
+def _ident(v, default="?"):
+    """A sender's claimed name (an email, a host) as stored and shown: a string, control
+    characters out, at most 120 characters."""
+    if not isinstance(v, str) or not v.strip():
+        return default
+    return "".join(c if c.isprintable() else "?" for c in v.strip())[:120]
 
 
 def _float(v):

@@ -54,6 +54,28 @@ def done(store):
     return t["name"], len(ns)
 
 
+def render_shared(store):
+    """The open tasks received from other machines, one labelled line each ("" when none):
+    shown apart from the working memory, which is only ever a task of this machine."""
+    rows = store.shared_open_tasks()
+    return "\n".join(f"- {t['name']} (from {t['author']}, open since {format_minute(t['started'])} UTC; "
+                     f"ctxd task take to continue it here)" for t in rows[:5])
+
+
+def take(store, name=None):
+    """Make a task received from another machine (the newest open one, or the one named *name*)
+    this machine's working task; its name."""
+    with store.transaction():
+        if current(store) is not None:
+            raise CtxdError(f"task {current(store)['name']!r} is open here: ctxd task done first", ExitCode.USAGE)
+        rows = [t for t in store.shared_open_tasks() if name is None or t["name"] == name]
+        if not rows:
+            raise CtxdError("no open task from another machine" + (f" named {name!r}" if name else ""),
+                            ExitCode.NOT_FOUND)
+        store.take_task(rows[0]["id"])
+        return rows[0]["name"]
+
+
 def render_open(store):
     t = current(store)
     if t is None:
