@@ -1,17 +1,31 @@
 """ctxd sync: share the project's memory through git (refs/ctxd/memory on its remotes)."""
 
 import json
+import re
 
 import click
 
 from ctxd.isotime import format_minute
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _safe(text):
+    """*text* with its control characters shown as \\xNN, never sent to the terminal: segment
+    names, authors and hosts on the ref are anyone-who-can-push's words. (A local stand-in
+    for the central terminal-sanitizing helper; merge into it.)"""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+
+
+def _echo(line, err=False):
+    click.echo(_safe(line), err=err)
 
 
 def _sync():
     from ctxd.memory.core import ProjectMemory
 
     mem = ProjectMemory.at()
-    return mem, mem.sync(report=lambda line: click.echo(f"ctxd: {line}", err=True))
+    return mem, mem.sync(report=lambda line: _echo(f"ctxd: {line}", err=True))
 
 
 def _ago(ts):
@@ -55,8 +69,8 @@ def sync(ctx, remote):
     mem, s = _sync()
     with mem:
         pulled, pushed = s.sync(remote)
-    click.echo(_pulled(pulled))
-    click.echo(_pushed(pushed))
+    _echo(_pulled(pulled))
+    _echo(_pushed(pushed))
 
 
 def _remote(ctx, remote):
@@ -74,11 +88,11 @@ def init(ctx, remote, outputs, off):
     with mem:
         if off:
             s.off()
-            click.echo("ctxd: sharing is off for this project (nothing is sent; pushed segments stay on the remote)")
+            _echo("ctxd: sharing is off for this project (nothing is sent; pushed segments stay on the remote)")
             return
         chosen = s.init(_remote(ctx, remote), outputs)
     where = f"through remote {chosen}" if chosen else "(no remote yet: git remote add origin URL)"
-    click.echo(f"ctxd: sharing this project's memory {where} on refs/ctxd/memory; run: ctxd sync")
+    _echo(f"ctxd: sharing this project's memory {where} on refs/ctxd/memory; run: ctxd sync")
 
 
 @sync.command()
@@ -89,7 +103,7 @@ def push(ctx, remote):
     mem, s = _sync()
     with mem:
         r = s.push(_remote(ctx, remote))
-    click.echo(_pushed(r))
+    _echo(_pushed(r))
 
 
 @sync.command()
@@ -100,7 +114,7 @@ def pull(ctx, remote):
     mem, s = _sync()
     with mem:
         stats = s.pull(_remote(ctx, remote))
-    click.echo(_pulled(stats))
+    _echo(_pulled(stats))
 
 
 @sync.command()
@@ -114,29 +128,29 @@ def status(ctx, remote, fetch, json_):
     with mem:
         st = s.status(fetch=fetch, remote=_remote(ctx, remote))
     if json_:
-        click.echo(json.dumps(st, ensure_ascii=False))
+        _echo(json.dumps(st))
         return
-    click.echo(f"sharing:   {'on' if st['enabled'] else 'off'} ({st['how']})")
+    _echo(f"sharing:   {'on' if st['enabled'] else 'off'} ({st['how']})")
     if st["remote"]:
-        click.echo(f"remote:    {st['remote']} {st['url'] or ''}".rstrip())
+        _echo(f"remote:    {st['remote']} {st['url'] or ''}".rstrip())
     else:
-        click.echo(f"remote:    none ({st.get('remote_problem', '')})")
+        _echo(f"remote:    none ({st.get('remote_problem', '')})")
     local = st["local"][:12] if st["local"] else "none"
     theirs = st["remote_ref"][:12] if st["remote_ref"] else "none"
-    click.echo(f"ref:       {st['ref']} here {local}, remote {theirs} (as of the last {'fetch' if fetch else 'sync'})")
-    click.echo(f"ahead:     {st['ahead']} commit{'s' if st['ahead'] != 1 else ''} to push; "
+    _echo(f"ref:       {st['ref']} here {local}, remote {theirs} (as of the last {'fetch' if fetch else 'sync'})")
+    _echo(f"ahead:     {st['ahead']} commit{'s' if st['ahead'] != 1 else ''} to push; "
                f"{st['unsent_messages']} message{'s' if st['unsent_messages'] != 1 else ''} and "
                f"{st['unsent_tombstones']} deletion{'s' if st['unsent_tombstones'] != 1 else ''} not sent yet")
-    click.echo(f"behind:    {st['behind']} commit{'s' if st['behind'] != 1 else ''} to pull; "
+    _echo(f"behind:    {st['behind']} commit{'s' if st['behind'] != 1 else ''} to pull; "
                f"{st['unimported_segments']} segment{'s' if st['unimported_segments'] != 1 else ''} not imported yet")
-    click.echo(f"last push: {_ago(st['last_push'])}; last pull: {_ago(st['last_pull'])}")
+    _echo(f"last push: {_ago(st['last_push'])}; last pull: {_ago(st['last_pull'])}")
     if st["private"]:
-        click.echo("private:   " + ", ".join(f"{p['session']} ({p['messages']} messages)" for p in st["private"]))
+        _echo("private:   " + ", ".join(f"{p['session']} ({p['messages']} messages)" for p in st["private"]))
     else:
-        click.echo("private:   no session (ctxd chat private SESSION keeps one here)")
+        _echo("private:   no session (ctxd chat private SESSION keeps one here)")
     for a in st["authors"]:
-        click.echo(f"from:      {a['author']} ({a['machine']}): {a['messages']} messages")
+        _echo(f"from:      {a['author']} ({a['machine']}): {a['messages']} messages")
     for b in st["skipped"]:
-        click.echo(f"skipped:   {b['path']} ({b['oid'][:12]}): unreadable")
+        _echo(f"skipped:   {b['path']} ({b['oid'][:12]}): unreadable")
     if st["shallow"]:
-        click.echo("note:      shallow clone: the memory ref is fetched whole, the branches stay shallow")
+        _echo("note:      shallow clone: the memory ref is fetched whole, the branches stay shallow")

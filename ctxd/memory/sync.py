@@ -31,8 +31,9 @@ Private sessions (``ctxd chat private``) are never written to a segment; offload
 travel as their preview unless ``ctxd sync init --outputs``. The store remembers the
 messages not sent yet (a queue its triggers fill), the last tombstone sent, what task and
 handoff was sent (digests) and which segment blobs it imported, so a sync moves only what
-is new. A received tombstone deletes the message and stays, so a stale segment never brings
-it back.
+is new. A received tombstone deletes the message when it came from the tombstone's own sender
+and stays, so a stale segment never brings it back. Whatever a segment claims is checked or
+bounded on import (see import_ref, decode_segment and the MAX_* limits).
 
 Standard library only; git is run with a timeout and an explicit environment.
 """
