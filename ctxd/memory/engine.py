@@ -619,7 +619,11 @@ def assemble(store, *, budget, mode="auto", query=None, system=None, system_comp
 
 # -- the session memory -------------------------------------------------------------------
 
-_MEMORY_LIMITS = ((5, 15, 8, 10), (5, 10, 5, 6), (5, 10, 3, 3), (4, 8, 2, 2), (3, 5, 1, 0), (2, 3, 0, 0))
+_MEMORY_LIMITS = ((5, 15, 8, 10, 10), (5, 10, 5, 6, 8), (5, 10, 3, 3, 6), (4, 8, 2, 2, 5), (3, 5, 1, 0, 4),
+                  (2, 3, 0, 0, 3))
+# under a tight budget, what is kept first: the end state, open items and commits before old results
+MEMORY_PRIORITY = ("Current work", "Pending tasks", "Errors and fixes", "Next step", "Problem solving",
+                   "Files touched", "User messages", "Key technical points", "Initial request")
 
 
 def memory_sections(mem, budget, decisions=True):
@@ -627,20 +631,26 @@ def memory_sections(mem, budget, decisions=True):
     from ctxd.memory import session as session_mod
 
     secs = {}
-    for req, files, cmds, decs in _MEMORY_LIMITS:
-        secs = session_mod.sections(mem, requests=req, files=files, commands=cmds, decisions=decs if decisions else 0)
+    for req, files, cmds, decs, commits in _MEMORY_LIMITS:
+        secs = session_mod.sections(mem, requests=req, files=files, commands=cmds,
+                                    decisions=decs if decisions else 0, commits=commits)
         if estimate(_sections_text(secs)) <= budget:
             return secs
-    # still too big: the sections in order, line by line, while they fit
-    out, used = {}, 0
-    for k, lines in secs.items():
-        for line in lines:
-            t = estimate(line) + 3
+    return fit_sections(secs, budget)
+
+
+def fit_sections(secs, budget):
+    """*secs* cut to *budget* tokens line by line, in MEMORY_PRIORITY order (commits lead Problem
+    solving), shown in the sections' own order."""
+    keep, used = {}, 0
+    for k in sorted(secs, key=lambda k: MEMORY_PRIORITY.index(k) if k in MEMORY_PRIORITY else len(MEMORY_PRIORITY)):
+        for line in secs[k]:
+            t = estimate(line) + 3 + (0 if k in keep else estimate(k) + 2)
             if used + t > budget:
-                return out
-            out.setdefault(k, []).append(line)
+                break
+            keep.setdefault(k, []).append(line)
             used += t
-    return out
+    return {k: keep[k] for k in secs if k in keep}
 
 
 def _sections_text(secs):
@@ -801,10 +811,6 @@ def facts_layout(facts):
 _FACTS_LAYOUT = {"next": "Next step", "todo": "Pending tasks", "error": "Errors and fixes", "done": "Progress",
                  "requirement": "Requirements and preferences", "path": "Files touched",
                  "point": "Key technical points"}
-_SESSION_LAYOUT = {"next": "Next step", "todo": "Pending tasks", "error": "Errors and fixes",
-                   "done": "Problem solving", "requirement": "Key technical points",
-                   "path": "Key technical points", "point": "Key technical points"}
-
 
 def fact_role(r, text):
     """What a kept fact says, for the layouts that arrange facts: superseded, question, next,
@@ -835,7 +841,12 @@ def fact_role(r, text):
 def session_memory(ctx):
     """The session memory in the 9-part layout (ctxd.memory.session.SECTIONS): {section: [lines]},
     the sections the session's events fill (requests, files, commands, commits, errors, todos)
-    with the facts kept added where they belong, each statement once."""
+    with the facts kept added where the record supports them, each statement once.
+
+    The end state comes from the events alone: Pending tasks are the open todos and typed requests,
+    Errors and fixes the calls that failed, Next step a todo or what the model wrote as one. A fact
+    of the user's adds a technical point or an open question; a fact of a reply only a technical
+    point, never narration; nothing from a summary row (the memory reads its parts itself)."""
     from ctxd.memory import session as session_mod
 
     if not hasattr(ctx, "parts"):  # facts alone (the handoff builder): arranged by what they say
@@ -845,32 +856,45 @@ def session_memory(ctx):
     if ctx.memory is not None and mem_part is not None:
         for k, lines in ctx.memory_sections.items():
             out[k] += lines
-    seen = {facts_mod.normalize(l) for v in out.values() for l in v}
+    seen = [facts_mod.normalize(l) for v in out.values() for l in v]
+    taken = {"user": 0, "assistant": 0}
     for r in ctx.facts:
-        text = _trim(session_mod.clean(r["text"]))
+        role = r["role"] if "role" in r.keys() else "user"
+        if role not in ("user", "assistant") or r["superseded_by"] is not None:
+            continue  # summaries (read as parts), tool text; a superseded value is no end state
+        text = session_mod.tidy(r["text"], 220)
+        if not text or (role == "assistant" and (session_mod.is_narration(text) or not _starts_sentence(text)
+                                                  or session_mod.looks_like_code(text))):
+            continue
         norm = facts_mod.normalize(text)
+        if not norm or any(norm in s or s in norm for s in seen if s):
+            continue
         if _who(r):  # another machine's: its own section, labelled, never a requirement or task here
             out.setdefault(SHARED, []).append(f"{text} ({_who(r)})")
             continue
-        if r["tag"] == "question" and r["superseded_by"] is None:
-            if f"Open question: {text}" not in out["Pending tasks"]:
-                out["Pending tasks"].append(f"Open question: {text}")  # also among the requests: labelled
+        seen.append(norm)
+        if r["tag"] == "question":
+            if role == "user":
+                out["Pending tasks"].append(f"Open question: {text}")
             continue
-        if norm in seen or any(norm and norm in s for s in seen):
-            continue
-        seen.add(norm)
-        role = fact_role(r, text)
-        if role == "superseded":
-            out["Key technical points"].append(f"{STALE} {_trim(text, 160)}")
-        elif role == "question":
-            out["Pending tasks"].append(f"Open question: {text}")
-        else:
-            out[_SESSION_LAYOUT[role]].append(text)
+        what = fact_role(r, text)
+        if role == "user" and what in ("requirement", "done", "path", "point", "error") and taken[role] < 10:
+            out["Key technical points"].append(text)
+            taken[role] += 1
+        elif role == "assistant" and what in ("point", "path", "requirement") and taken[role] < 6:
+            out["Key technical points"].append(text)
+            taken[role] += 1
     if not out["Current work"]:
         last = [m for m in ctx.recent if (m.kind == "prompt" or (not m.kind and m.role == "user")) and not m.author][-1:]
         if last and (ctx.facts or out["User messages"]):
-            out["Current work"].append(_trim(session_mod.clean(last[0].content), 400))
+            out["Current work"].append(session_mod.cut(last[0].content, 400))
     return {k: v for k, v in out.items() if v}
+
+
+def _starts_sentence(text):
+    """Whether a line starts where a sentence does (not mid-word, not a continuation)."""
+    c = text[:1]
+    return bool(c) and (c.isupper() or c.isdigit() or c in "`\"'([" or not c.isascii())
 
 
 def to_markdown(ctx, title="Conversation context"):

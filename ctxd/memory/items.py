@@ -39,7 +39,7 @@ EDIT_TOOLS = frozenset({
     "edit_file", "create_file", "str_replace_editor", "str_replace_based_edit_tool",
 })
 # Tools that run a shell command.
-SHELL_TOOLS = frozenset({"Bash", "shell", "exec_command", "local_shell", "container.exec", "run_shell_command",
+SHELL_TOOLS = frozenset({"Bash", "shell", "shell_command", "exec_command", "local_shell", "container.exec", "run_shell_command",
                          "bash", "BashOutput"})
 _PATH_KEYS = ("file_path", "notebook_path", "absolute_path", "path", "filename", "target_file")
 _PATHS_KEYS = ("paths", "file_paths")

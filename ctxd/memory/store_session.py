@@ -70,3 +70,23 @@ class SessionTables:
             if row:
                 out.add(i)
         return out
+
+    def history_rows(self, edit_tools, limit=4000):
+        """What the project's earlier sessions changed: the newest *limit* tool calls that edit
+        files (a tool of *edit_tools*, a patch) or commit (``git … commit``), oldest first, each
+        with its result's head (``result``, ``result_data``; None when none was recorded)."""
+        marks = ",".join("?" * len(edit_tools))
+        rows = self.db.execute(
+            f"SELECT id, session, kind, tool, call_id, data, ts, content FROM messages WHERE kind = 'tool_call' "
+            f"AND (tool IN ({marks}) OR content LIKE 'apply_patch:%' OR content LIKE '%*** Begin Patch%' "
+            "OR (content LIKE '%git%' AND content LIKE '%commit%')) ORDER BY id DESC LIMIT ?",
+            (*edit_tools, limit)).fetchall()
+        out = []
+        for r in reversed(rows):
+            res = None
+            if r["call_id"]:
+                res = self.db.execute(
+                    "SELECT substr(content, 1, ?) AS content, data FROM messages WHERE call_id = ? AND session = ? "
+                    "AND kind = 'tool_result' ORDER BY id LIMIT 1", (RESULT_HEAD, r["call_id"], r["session"])).fetchone()
+            out.append((r, res))
+        return out
