@@ -1,6 +1,7 @@
 """The context engine against a real store: facts, supersession, budgets, modes."""
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -221,7 +222,7 @@ def test_markdown_is_a_session_memory(store):
     assert "- Please always answer in English. Do not use MongoDB." in md
     assert "- `src/app/models.py` (edited 2×)" in md
     assert "- `pytest -q` failed: E AssertionError: boom — fixed: `pytest -q`: 4 passed, 0 failed" in md
-    assert "Committed: Add the index on orders" in md
+    assert re.search(r"- Committed \d{4}-\d\d-\d\d: Add the index on orders", md)  # dated
     assert "- [~] Write the migration (in progress)" in md and "- [ ] Update the docs (pending)" in md
     assert "- Should we add an index?" in md  # a request, shown as typed ...
     assert "Open question: Should we add an index?" not in md  # ... but answered: no longer an open question

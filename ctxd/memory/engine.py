@@ -866,6 +866,13 @@ def session_memory(ctx):
         if not text or (role == "assistant" and (session_mod.is_narration(text) or not _starts_sentence(text)
                                                   or session_mod.looks_like_code(text))):
             continue
+        if r["tag"] == "question":
+            if role == "user" and f"Open question: {text}" not in out["Pending tasks"]:
+                # the question itself, not also as an unanswered request
+                out["Pending tasks"] = [l for l in out["Pending tasks"] if not (
+                    l.startswith("Unanswered request: ") and text.rstrip("…").strip() in l)]
+                out["Pending tasks"].append(f"Open question: {text}")
+            continue
         norm = facts_mod.normalize(text)
         if not norm or any(norm in s or s in norm for s in seen if s):
             continue
@@ -873,10 +880,6 @@ def session_memory(ctx):
             out.setdefault(SHARED, []).append(f"{text} ({_who(r)})")
             continue
         seen.append(norm)
-        if r["tag"] == "question":
-            if role == "user":
-                out["Pending tasks"].append(f"Open question: {text}")
-            continue
         what = fact_role(r, text)
         if role == "user" and what in ("requirement", "done", "path", "point", "error") and taken[role] < 10:
             out["Key technical points"].append(text)

@@ -407,8 +407,9 @@ def summary_parts(text):
     if not isinstance(text, str):
         return {}
     body = re.sub(r"(?s)<analysis>.*?</analysis>", " ", text)
+    body = re.sub(r"</?(?:summary|state_snapshot)>", "\n", body)
     parts = {}
-    xml = [(m.group(1), m.group(2)) for m in _XML_PART.finditer(body) if m.group(1) not in ("summary", "state_snapshot")]
+    xml = [(m.group(1), m.group(2)) for m in _XML_PART.finditer(body)]
     if xml:
         for name, inner in xml:
             parts.setdefault(name.lower(), []).extend(_part_items(inner))
@@ -499,9 +500,10 @@ def session_memory(store, root=None, *, session=None, scan=SCAN, decisions=True)
     local = session is None
     rows = store.session_rows(scan, session=session, local=local)
     mem = SessionMemory()
+    newest = store.last_prompt(session) if rows and hasattr(store, "last_prompt") else None
     if session is None:  # the session of the newest request (a title or summary row may come after it)
         session_of = next((r["session"] for r in reversed(rows) if r["kind"] == "prompt"),
-                          rows[-1]["session"] if rows else None)
+                          newest["session"] if newest is not None else rows[-1]["session"] if rows else None)
     else:
         session_of = session
     mem.session = session_of
@@ -526,7 +528,7 @@ def session_memory(store, root=None, *, session=None, scan=SCAN, decisions=True)
     edits, last_edit, reads, workdirs, raw_paths = {}, {}, {}, [], []
     calls = []  # (row, data, result row)
     seen_requests = set()
-    board, todo_at = TaskBoard(), 0
+    board, todo_at = TaskBoard(), -1
     last_prompt = last_reply = summary = None
     activity_after_prompt = False
     prompts = [r["id"] for r in rows if r["kind"] == "prompt"]
@@ -698,6 +700,11 @@ def session_memory(store, root=None, *, session=None, scan=SCAN, decisions=True)
         mem.last_request = clean(last_prompt[1]["content"])
         mem.ids.add(last_prompt[1]["id"])
         mem.unanswered = not activity_after_prompt
+    elif newest is not None and newest["session"] == session_of:  # asked before the rows read
+        mem.last_request = clean(newest["content"])
+        mem.ids.add(newest["id"])
+        if not mem.requests:
+            mem.requests.append((newest["id"], mem.last_request))
     mem.current = next((t for _i, t in mem.requests if is_substantive(t)), None)
     if mem.last_request and (is_substantive(mem.last_request) or not mem.current):
         mem.current = mem.last_request

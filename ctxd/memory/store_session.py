@@ -90,3 +90,11 @@ class SessionTables:
                     "AND kind = 'tool_result' ORDER BY id LIMIT 1", (RESULT_HEAD, r["call_id"], r["session"])).fetchone()
             out.append((r, res))
         return out
+
+    def last_prompt(self, session=None):
+        """The newest typed prompt (of *session*, else of the whole store) as a row, or None."""
+        if session is None:
+            return self.db.execute("SELECT id, session, ts, content FROM messages WHERE +kind = 'prompt' "
+                                   "ORDER BY ts DESC, id DESC LIMIT 1").fetchone()
+        return self.db.execute("SELECT id, session, ts, content FROM messages WHERE kind = 'prompt' AND session = ? "
+                               "ORDER BY ts DESC, id DESC LIMIT 1", (session,)).fetchone()
