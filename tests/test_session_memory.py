@@ -574,3 +574,14 @@ def test_codex_shell_command_and_exec_command_are_commands(store, tmp_path):
     mem = session.session_memory(store)
     assert [(c.command, c.ok) for c in mem.commands] == [("pytest -q", False), ("pytest -q", False), ("pytest -q", True)]
     assert [fix is not None for _f, fix in mem.errors] == [True]  # fixed by the exec_command run
+
+
+def test_a_configured_summarizer_is_held_to_the_same_rules(store):
+    for i in range(30):
+        store.add("user" if i % 2 == 0 else "assistant", f"Message {i} about the loader and its cache.")
+    llm = {"upto": 20, "text": "- The loader caches parsed files in `.cache/`.\n- Let me summarise the rest:\n"
+                               "<summary>\n[Tool output: 900 characters omitted; full output (1200 characters): "
+                               "/h/.claude/outputs/a.txt]\n**Decided:** keep the cache off in CI."}
+    text = engine.summary_block(store, 20, 500, str(store.dir) + "/cache", llm=llm)
+    assert "- The loader caches parsed files in `.cache/`." in text and "Decided: keep the cache off in CI." in text
+    assert "Let me" not in text and "omitted" not in text and "<summary>" not in text and "**" not in text

@@ -342,7 +342,7 @@ def summary_block(store, older_upto, budget, cache_dir, llm=None):
     if older_upto <= 0:
         return ""
     if llm and llm.get("upto", 0) > 0 and llm.get("text"):
-        pieces = llm["text"].split("\n\n")  # one per chunk; keep the newest that fit
+        pieces = [p for p in (held_to_rules(p) for p in llm["text"].split("\n\n")) if p]  # one per chunk
         kept = []
         for piece in reversed(pieces):
             if estimate("\n\n".join([piece] + kept)) > budget - 30:
@@ -387,6 +387,21 @@ def summary_block(store, older_upto, budget, cache_dir, llm=None):
     except OSError:
         pass
     return text
+
+
+def held_to_rules(text):
+    """A summarizer's text under the session memory's rules: no narration, no plumbing, no XML
+    tags or stray markdown, no line cut inside a word (a bullet keeps its dash)."""
+    from ctxd.memory import session as session_mod
+
+    out = []
+    for line in text.splitlines():
+        bullet = line.lstrip().startswith(("- ", "* ", "• "))
+        shown = session_mod.tidy(line, 400)
+        if not shown or session_mod.is_narration(shown):
+            continue
+        out.append(("- " if bullet else "") + shown)
+    return "\n".join(out)
 
 
 def mark_stale(store, text, upto):
