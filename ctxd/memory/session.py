@@ -500,7 +500,7 @@ def session_memory(store, root=None, *, session=None, scan=SCAN, decisions=True)
     local = session is None
     rows = store.session_rows(scan, session=session, local=local)
     mem = SessionMemory()
-    newest = store.last_prompt(session) if rows and hasattr(store, "last_prompt") else None
+    newest = store.last_prompt(session, local=local) if rows and hasattr(store, "last_prompt") else None
     if session is None:  # the session of the newest request (a title or summary row may come after it)
         session_of = next((r["session"] for r in reversed(rows) if r["kind"] == "prompt"),
                           newest["session"] if newest is not None else rows[-1]["session"] if rows else None)

@@ -91,10 +91,12 @@ class SessionTables:
             out.append((r, res))
         return out
 
-    def last_prompt(self, session=None):
-        """The newest typed prompt (of *session*, else of the whole store) as a row, or None."""
+    def last_prompt(self, session=None, local=False):
+        """The newest typed prompt (of *session*, else of the whole store; *local*: written here)
+        as a row, or None."""
         if session is None:
-            return self.db.execute("SELECT id, session, ts, content FROM messages WHERE +kind = 'prompt' "
-                                   "ORDER BY ts DESC, id DESC LIMIT 1").fetchone()
+            mine = " AND +author IS NULL" if local else ""
+            return self.db.execute("SELECT id, session, ts, content FROM messages WHERE +kind = 'prompt'"
+                                   f"{mine} ORDER BY ts DESC, id DESC LIMIT 1").fetchone()
         return self.db.execute("SELECT id, session, ts, content FROM messages WHERE kind = 'prompt' AND session = ? "
                                "ORDER BY ts DESC, id DESC LIMIT 1", (session,)).fetchone()
