@@ -412,3 +412,41 @@ def test_a_root_without_pin_files_never_loads_this_module(tmp_path, home, env):
         out = subprocess.run([sys.executable, "-c", code, str(root)], env=env, capture_output=True, text=True,
                              cwd=str(root), check=True).stdout.split()
         assert out == [loaded], root
+
+
+# -- pin text reaches a command the user pastes: version-shaped only ------------------------
+
+@pytest.mark.parametrize("files,tool", [
+    ({"go.mod": "module m\ngo 1.22\ntoolchain go$(touch${IFS}/tmp/pwned)\n"}, "go"),
+    ({".python-version": "3.12;rm\n"}, "python"),
+    ({".nvmrc": "`id`\n"}, "node"),
+    ({".ruby-version": "3.3|sh\n"}, "ruby"),
+    ({".node-version": "-rf\n"}, "node"),
+    ({".tool-versions": "nodejs 20&&id\n"}, "node"),
+    ({".tool-versions": "$(id) 1.2\n"}, "$(id)"),
+    ({".tool-versions": "rust 1.7\x1b]52;c;AAAA\x07\n"}, "rust"),
+])
+def test_a_pin_that_is_not_version_shaped_offers_no_command(tmp_path, home, env, files, tool):
+    root = project(tmp_path, files)
+    [pin] = [p for p in pins.read(str(root)) if p.tool == tool]
+    pins.resolve(pin, env)
+    assert pin.status == "unresolved" and pin.install is None
+    line = pins.message(pin)
+    assert "Install it with" not in line and "not a version" in line
+    bad = pin.version if not pins.shaped(pin.version) else pin.tool
+    assert repr(bad) in line and "\x1b" not in line  # quoted as data, its controls escaped
+    assert pins.shaped(pin.version) or repr(bad) in pins.describe(pin)
+
+
+def test_version_shaped_pins_still_offer_their_command(tmp_path, home, env):
+    for i, (files, tool, cmd) in enumerate([
+        ({"go.mod": "module m\ntoolchain go1.23rc1\n"}, "go", "go install golang.org/dl/go1.23rc1@latest"),
+        ({".python-version": "miniconda3-4.7.12\n"}, "python", "pyenv install miniconda3-4.7.12"),
+        ({".nvmrc": "lts/iron\n"}, "node", "nvm install lts/iron"),
+        ({".tool-versions": "python latest:3.12\n"}, "python", "asdf install python latest:3.12"),
+        ({".ruby-version": "jruby-9.4.5.0\n"}, "ruby", "rbenv install jruby-9.4.5.0"),
+    ]):
+        root = project(tmp_path, files, name=f"p{i}")
+        [pin] = [p for p in pins.read(str(root)) if p.tool == tool]
+        pins.resolve(pin, env)
+        assert pin.install and pin.install.startswith(cmd), (files, pin.install)

@@ -36,6 +36,19 @@ _ALIASES = {"nodejs": "node", "golang": "go"}
 _ASDF_NAME = {"node": "nodejs", "go": "golang"}  # asdf's plugin names
 _PIN_FILES = ((".nvmrc", "node"), (".node-version", "node"), (".python-version", "python"),
               (".ruby-version", "ruby"))
+# What a version (or tool name) may hold: it ends up in a command the user pastes
+# (`pyenv install 3.12`), so nothing a shell would read as syntax or expand.
+_SHAPE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-:/")
+
+
+def shaped(text):
+    """Whether *text* looks like a version or a tool name (``3.12``, ``lts/iron``, ``go1.23rc1``,
+    ``latest:3.12``, ``miniconda3-4.7.12``): letters, digits, ``._+-:/``, a letter or digit first."""
+    return 0 < len(text) <= 64 and text[0].isalnum() and text.isascii() and not set(text) - _SHAPE
+
+
+def _shown(text):
+    return text if shaped(text) else repr(text)
 
 
 class Pin:
@@ -305,7 +318,7 @@ def _install_cmd(manager, tool, want, written):
         return f"uv python install {v}"
     if manager == "chruby":  # chruby's companion installer
         return f"ruby-install ruby {v}"
-    full = v if v.count(".") >= 2 or not v[:1].isdigit() else v + ".0"  # go: golang.org/dl
+    full = v + ".0" if v.count(".") < 2 and _nums(v) else v  # go: golang.org/dl (go1.22.0, go1.23rc1)
     return f"go install golang.org/dl/go{full}@latest && go{full} download"
 
 
@@ -351,6 +364,9 @@ def _want(pin, environ):
     """(_Want, None) or (None, reason it cannot be resolved); (None, "system") for `system`."""
     v = pin.version.strip()
     low = v.lower()
+    if not shaped(pin.tool) or not (shaped(v) or (pin.file == ".tool-versions" and low.startswith("path:/"))
+                                    or low in ("lts/*", "lts-*")):
+        return None, "not a version (only letters, digits and ._+-:/ are)"
     if low == "system":
         return None, "system"
     if pin.file == ".tool-versions" and low.startswith("latest"):  # asdf/mise: latest, latest:3.12
@@ -512,7 +528,7 @@ def activate(root, plan, environ, enabled=None):
 
 def describe(pin, trusted=True):
     """`ctxd show`'s account of one pin: what matched, or why nothing did."""
-    head = f"{pin.version} ({pin.file})"
+    head = f"{_shown(pin.version)} ({pin.file})"
     if pin.status == "active":
         extra = "" if trusted else "  (withheld: root not trusted)"
         return f"{head}: {pin.manager} {pin.found}  {pin.bin}{extra}"
@@ -529,7 +545,7 @@ def describe(pin, trusted=True):
 def message(pin):
     """The one line a missing or unresolvable pin gets on cd."""
     if pin.status == "unresolved":
-        return f"ctxd: {pin.file} pins {pin.tool} {pin.version}: {pin.reason}; nothing activated for it"
+        return f"ctxd: {pin.file} pins {_shown(pin.tool)} {_shown(pin.version)}: {pin.reason}; nothing activated for it"
     broken = f" ({len(pin.broken)} broken install(s) skipped, see ctxd show)" if pin.broken else ""
     if pin.install:
         return (f"ctxd: {pin.file} pins {pin.tool} {pin.version}, which is not installed{broken}; "
