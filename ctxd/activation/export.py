@@ -52,13 +52,14 @@ class Transition:
         self.told = {}  # warning -> its TOLD_VAR key: a version pin's notice, once per shell
 
 
-def transition(environ, pwd=None, *, old_state="read", run_hooks=False):
+def transition(environ, pwd=None, *, old_state="read", run_hooks=False, shell=None):
     """Compute the move from *environ* to the environment for *pwd*.
 
     With *run_hooks*, trusted on_leave commands of the project being left run
     first (in its environment), and on_enter commands of the project being
     entered run once its environment is computed; their output becomes
-    warnings shown by the hook.
+    warnings shown by the hook. With *shell*, the names it reserves are left
+    out of the plan (see refuse()).
     """
     from ctxd.activation import planner
 
@@ -80,6 +81,8 @@ def transition(environ, pwd=None, *, old_state="read", run_hooks=False):
                                 old.leave.get("timeout") or 5.0, "on_leave")
     clean = envdiff.restore(environ, old)
     t.plan = planner.build(root, clean, environ) if root else None
+    if t.plan and shell is not None and shell.reserved:
+        refuse(t.plan, shell)
     kept = ()
     if t.plan and old and old.root == root:
         kept = set(old.path_added) & {e for e, _ in t.plan.prepend + t.plan.append}
@@ -114,6 +117,16 @@ def transition(environ, pwd=None, *, old_state="read", run_hooks=False):
 
         t.warnings += hooks.run(t.plan.on_enter, t.target, root, t.plan.timeout, "on_enter")
     return t
+
+
+def refuse(plan, shell):
+    """Drop from *plan* every variable *shell* reserves (zsh's ``path``, bash's ``UID``, fish's
+    ``status``): setting one fails or stops the shell's eval half-way. One warning names them."""
+    bad = [(s[0], s[2]) for s in plan.sets if s[0] in shell.reserved]
+    if bad:
+        plan.sets[:] = [s for s in plan.sets if s[0] not in shell.reserved]
+        what = ", ".join(dict.fromkeys(f"{name} ({src})" for name, src in bad))
+        plan.warnings.append(f"ctxd: {shell.name} reserves {what}: not set (skipped)")
 
 
 def _scrub_direnv(environ, t, kept):
@@ -194,6 +207,7 @@ def render(shell, environ, t):
         names.update(t.state.snap)
     names.discard(envdiff.PATH)
     out, told = [], []
+    names.difference_update(shell.reserved)  # never touched, not even from an inherited snapshot
     for name, value in envdiff.changed_names(environ, t.target, sorted(names)):
         # TOLD_VAR goes after the notices it marks shown (a replay tests it before printing them)
         (told if name == TOLD_VAR else out).append(shell.unset_var(name) if value is None
@@ -245,6 +259,8 @@ def restore_function(shell, t):
     clean = envdiff.restore(t.target, t.state)
     stmts = []
     for name in sorted(t.state.snap):
+        if name in shell.reserved:
+            continue
         before = clean.get(name)
         undo = shell.unset_var(name) if before is None else shell.set_var(name, before)
         stmts.append(shell.if_value(name, t.target.get(name), undo))
@@ -261,7 +277,7 @@ def restore_function(shell, t):
 def export(shell, environ, pwd=None):
     """(code, exit status) for `ctxd export`. Domain errors become warnings."""
     try:
-        t = transition(environ, pwd, run_hooks=True)
+        t = transition(environ, pwd, run_hooks=True, shell=shell)
     except StateError as e:
         # The snapshot cannot be read: the hook undoes the last activation with
         # the restore function it holds, drops the state, and asks again.

@@ -71,16 +71,16 @@ def target_dir(payload):
     return None
 
 
-def _transition(environ, pwd):
+def _transition(environ, pwd, shell):
     """The activation for *pwd* from *environ*; a corrupt inherited CTXD_STATE is ignored
     (there is no restore function to undo it with here) and said so."""
     from ctxd.activation.export import transition
     from ctxd.errors import StateError
 
     try:
-        return transition(environ, pwd, run_hooks=False), []
+        return transition(environ, pwd, run_hooks=False, shell=shell), []
     except StateError as e:
-        return transition(environ, pwd, old_state=None, run_hooks=False), [f"ctxd: {e.message}; ignored it"]
+        return transition(environ, pwd, old_state=None, run_hooks=False, shell=shell), [f"ctxd: {e.message}; ignored it"]
 
 
 def render(environ, pwd, event=""):
@@ -91,7 +91,7 @@ def render(environ, pwd, event=""):
     from ctxd.shells.bash import Bash
 
     sh = Bash()
-    t, notes = _transition(environ, pwd)
+    t, notes = _transition(environ, pwd, sh)
     warnings = notes + list(t.warnings)
     root = t.plan.root if t.plan else None
     names = set(MANAGED)
@@ -109,7 +109,7 @@ def render(environ, pwd, event=""):
         out.extend("# " + line for line in w.splitlines() or [""])
     out.append(f"if \\builtin typeset -f {sh.restore_fn} >/dev/null 2>&1; then {sh.restore_fn}; fi")
     target = t.target
-    for name in sorted(names):
+    for name in sorted(names - sh.reserved):
         value = target.get(name)
         out.append(sh.unset_var(name) if value is None else sh.set_var(name, value))
     if envdiff.PATH in target:

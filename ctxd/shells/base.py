@@ -118,6 +118,9 @@ class Shell:
     rc_file = ""          # where the install line goes, as shown to the user
     hook_cache = False    # rc lines source a start-up copy of the hook (cache_guard, rc_text's hook_file)
     revisit_var = ""      # non-exported: the test under which the hook may replay this export (env_check)
+    # names this shell will not take as an exported variable (read-only, special, or of
+    # another type): activation skips them with a warning (ctxd.activation.export.refuse)
+    reserved = frozenset()
 
     # -- what the user puts in, or types into, the shell ---------------------
     @property

@@ -47,6 +47,13 @@ def ansi_c_quote(value, always=False):
 
 class Bash(Shell):
     name = "bash"
+    # read-only ones fail (`UID: readonly variable`); the dynamic ones ignore or override
+    # the value; IFS would change how the hook itself splits words
+    reserved = frozenset(
+        "BASHOPTS BASH_VERSINFO EUID PPID SHELLOPTS UID BASHPID BASH_ALIASES BASH_ARGC BASH_ARGV "
+        "BASH_ARGV0 BASH_CMDS BASH_COMMAND BASH_LINENO BASH_REMATCH BASH_SOURCE BASH_SUBSHELL "
+        "DIRSTACK EPOCHREALTIME EPOCHSECONDS FUNCNAME GROUPS HISTCMD IFS LINENO OPTIND PIPESTATUS "
+        "RANDOM SECONDS SRANDOM _".split())
     template = "ctxd.bash"
     restore_fn = "_ctxd_restore"
     fast_leave_var = "_ctxd_fast_leave"

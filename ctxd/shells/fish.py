@@ -45,6 +45,11 @@ class Fish(Shell):
     rc_file = "~/.config/fish/config.fish"
     hook_cache = True
     revisit_var = "__ctxd_revisit_ok"
+    # `set -gx` fails on these ("Tried to change the read-only variable"); argv, umask,
+    # COLUMNS, LINES and CMD_DURATION are fish's own
+    reserved = frozenset(
+        "CMD_DURATION COLUMNS FISH_VERSION LINES PWD SHLVL _ argv fish_kill_signal fish_killring fish_pid "
+        "history hostname pipestatus status status_generation umask version".split())
 
     @property
     def install_line(self):

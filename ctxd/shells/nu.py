@@ -53,6 +53,7 @@ class Nu(Shell):
     restore_fn = "_ctxd_restore"
     fast_leave_var = "_ctxd_fast_leave"
     rc_file = "~/.config/nushell/config.nu"
+    reserved = frozenset(("PWD", "FILE_PWD", "CURRENT_FILE"))  # nu sets them itself and refuses others
 
     @property
     def install_line(self):
