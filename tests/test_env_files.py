@@ -280,3 +280,36 @@ def test_init_asks_on_a_terminal(tmp_path):
         child.close()
         assert child.exitstatus == 0
         assert ("FROM_DOTENV" in sets(plan_for(d, allow=False))) is loaded
+
+
+# -- a value the kernel cannot pass on (issue 22 item 13) -------------------------------------
+
+def test_a_value_over_the_kernels_limit_is_refused_with_one_line(tmp_path):
+    big = "x" * (131072 - len("CT_BIG=") - 1)  # NAME=value and its NUL: exactly MAX_ARG_STRLEN
+    d = project(tmp_path, '[env]\nfiles = [".env"]\nCT_RC = "' + big + 'yy"\nCT_OK = "1"\n',
+                {".env": f"CT_BIG={big}\nCT_HUGE={big}yy\nCT_E=2\n"})
+    plan = plan_for(d)
+    got = sets(plan)
+    assert got["CT_BIG"][0] == big and got["CT_OK"][0] == "1" and got["CT_E"][0] == "2"
+    assert "CT_HUGE" not in got and "CT_RC" not in got
+    lines = [w for w in plan.warnings if "131072" in w]
+    assert lines == [f"ctxd: {d / '.env'}: CT_HUGE is 131075 bytes with its name; the kernel passes at most "
+                     "131072 to a command (not set)",
+                     f"ctxd: {d / '.contextrc'}: CT_RC is 131073 bytes with its name; the kernel passes at most "
+                     "131072 to a command (not set)"]
+    # and every command run in the project still starts
+    env = dict(os.environ)
+    env.update({k: v for k, (v, _) in got.items()})
+    assert subprocess.run(["true"], env=env).returncode == 0
+
+
+def test_values_that_together_outgrow_the_environment_are_refused(tmp_path):
+    chunk = "x" * 100_000
+    rc = "[env]\n" + "".join(f'CT_{i} = "{chunk}"\n' for i in range(30)) + 'CT_LAST = "1"\n'
+    plan = plan_for(project(tmp_path, rc))
+    got = sets(plan)
+    assert "CT_0" in got and "CT_29" not in got and got["CT_LAST"][0] == "1"
+    assert len([w for w in plan.warnings if "environment" in w]) == 1
+    env = dict(os.environ)
+    env.update({k: v for k, (v, _) in got.items()})
+    assert subprocess.run(["true"], env=env).returncode == 0

@@ -16,6 +16,13 @@ from ctxd.errors import ConfigError
 UNTRUSTED_MSG = ("ctxd: {path} is not trusted, so nothing in it applies. Review it, then run: ctxd allow {dir}")
 CHANGED_MSG = ("ctxd: {path} changed since you allowed it, so nothing in it applies. Review it, then run: "
                "ctxd allow {dir}")
+# What the kernel lets a command start with: one NAME=value string (Linux MAX_ARG_STRLEN, with
+# its NUL), and the whole environment (ARG_MAX is 1 MiB on macOS; Linux's 2 MiB also holds argv).
+# A bigger value would make every command in the project fail with "Argument list too long".
+ARG_STRLEN_MAX = 131072
+ENV_TOTAL_MAX = 1 << 20
+SIZE_MSG = ("ctxd: {src}: {name} is {size} bytes with its name; the kernel passes at most "
+            f"{ARG_STRLEN_MAX} to a command (not set)")
 ROOT_MSG = ("ctxd: {root} is not trusted, so its detected environment ({what}) is not applied. "
             "Run: ctxd allow {root}  (or trust the whole tree: ctxd allow --tree DIR)")
 
@@ -166,6 +173,7 @@ def build(root, base, environ):
                     front[:0] = [(contextrc.resolve_dir(e, d, home), src) for e in spec["path"]["prepend"]]
                     back.extend((contextrc.resolve_dir(e, d, home), src) for e in spec["path"]["append"])
 
+    added, too_many = 0, []
     for name, (value, src, d) in env_final.items():
         if value is None:
             plan.unset(name, src)
@@ -173,8 +181,19 @@ def build(root, base, environ):
         else:
             if d is not None:  # None: a .env value, resolved already (python-dotenv's ${VAR} rules)
                 value = contextrc.expand(value, running, home)
+            size = _env_bytes(name, value)
+            if size > ARG_STRLEN_MAX:
+                plan.warnings.append(SIZE_MSG.format(src=src, name=name, size=size))
+                continue
+            added += size
+            if added > 65536 and _env_total(running, name) + size + 8 > ENV_TOTAL_MAX:
+                too_many.append(name)
+                continue
             plan.set(name, value, src)
             running[name] = value
+    if too_many:
+        plan.warnings.append(f"ctxd: {', '.join(too_many)} not set: with them the environment would pass "
+                             f"{ENV_TOTAL_MAX} bytes, more than a command can be started with")
     plan.prepend[:0] = front
     plan.append.extend(back)
     if hooks["on_enter"]:
@@ -186,6 +205,16 @@ def build(root, base, environ):
     plan.context = ctx
     _finish(plan, environ)
     return plan
+
+
+def _env_bytes(name, value):
+    """What NAME=value takes in a new process's environment block, its NUL included."""
+    return len(name) + len(value.encode("utf-8", "surrogateescape")) + 2
+
+
+def _env_total(env, but):
+    """The environment block *env* makes without *but* (+ 8: the pointer to each string)."""
+    return sum(_env_bytes(k, v) + 8 for k, v in env.items() if k != but and v is not None)
 
 
 def _env_file(plan, path, running, env_final):
