@@ -598,3 +598,19 @@ def test_global_config_applies_to_every_project(tmp_path, isolated_paths):
     p = ctxd("handoff", cwd=tmp_path / "a")
     assert p.returncode == ExitCode.CONFIG and "compression_ratio" in p.stderr
 
+
+
+def test_every_handoff_file_written_for_the_user_is_private_under_a_022_umask(tmp_path):
+    proj = project_with_conversation(tmp_path / "a")
+    old = os.umask(0o022)
+    try:
+        outs = [tmp_path / "out.json", tmp_path / "new-dir" / "out.md"]
+        assert ctxd("handoff", "--out", str(outs[0]), cwd=proj).returncode == 0
+        assert ctxd("handoff", "--format", "markdown", "--out", str(outs[1]), cwd=proj).returncode == 0
+        md = ctxd("handoff", "--format", "markdown", cwd=proj).stdout.strip()  # into handoffs/
+        exported = tmp_path / "exported.json"
+        assert ctxd("handoff", "export", "study", str(exported), cwd=proj).returncode == 0
+    finally:
+        os.umask(old)
+    for f in outs + [md, exported]:
+        assert os.stat(f).st_mode & 0o777 == 0o600, f

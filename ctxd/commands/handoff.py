@@ -15,14 +15,13 @@ def _project():
 
 
 def _write_out(path, text):
-    """Write a new file at *path*; refuse to replace an existing one."""
+    """Write a new file at *path*, 0600 like every file holding conversation text; refuse to
+    replace an existing one."""
+    from ctxd.activation.fileio import atomic_write
+
     path = os.path.abspath(path)
-    if os.path.exists(path):
-        raise CtxdError(f"{path} exists; not overwriting it (choose another name)", ExitCode.USAGE)
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     try:
-        with open(path, "x", encoding="utf-8") as f:
-            f.write(text)
+        atomic_write(path, text, mode=0o600, exclusive=True)
     except FileExistsError:
         raise CtxdError(f"{path} exists; not overwriting it (choose another name)", ExitCode.USAGE) from None
     return path
