@@ -86,7 +86,7 @@ def test_values_are_python_dotenvs_own(tmp_path):
     assert dict(values)["REF"] == f"plain value-fallback-{os.environ['HOME']}"
 
 
-NAME = st.from_regex(r"[A-Z_][A-Z0-9_]{0,8}", fullmatch=True).filter(lambda n: n != "PATH")
+NAME = st.from_regex(r"[A-Z_][A-Z0-9_]{0,8}", fullmatch=True).filter(lambda n: n != "PATH" and not dotenv_files.runs_code(n))
 VALUE = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\0\r"), max_size=30)
 
 
@@ -313,3 +313,23 @@ def test_values_that_together_outgrow_the_environment_are_refused(tmp_path):
     env = dict(os.environ)
     env.update({k: v for k, (v, _) in got.items()})
     assert subprocess.run(["true"], env=env).returncode == 0
+
+
+# -- names that make a shell (or every program) run code (issue 22 item 8) ----------------------
+
+def test_a_dotenv_file_cannot_set_names_that_run_code_but_the_contextrc_can(tmp_path):
+    d = project(tmp_path, '[env]\nfiles = [".env"]\nPS4 = "+ "\n',
+                {".env": "CT_A=1\nPROMPT_COMMAND='touch /tmp/pwned'\nexport BASH_ENV=/tmp/x\n"
+                         "LD_PRELOAD=/tmp/evil.so\nprecmd_functions=evil\nPS1='$(id) '\nCT_B=2\n"})
+    plan = plan_for(d)
+    got = sets(plan)
+    assert got["CT_A"][0] == "1" and got["CT_B"][0] == "2" and got["PS4"][0] == "+ "  # [env] is trusted text
+    for name in ("PROMPT_COMMAND", "BASH_ENV", "LD_PRELOAD", "precmd_functions", "PS1"):
+        assert name not in got
+    env_file = d / ".env"
+    assert [w for w in plan.warnings if "runs code" in w] == [
+        f"ctxd: {env_file}:{n}: {name} runs code in your shell or every program; a .env file cannot set it "
+        "(skipped): set it in the .contextrc's [env], which ctxd allow covers"
+        for n, name in ((2, "PROMPT_COMMAND"), (3, "BASH_ENV"), (4, "LD_PRELOAD"), (5, "precmd_functions"),
+                        (6, "PS1"))]
+    assert any(f"env file {env_file}" in n and "code" in n for n in plan.notes)  # what `ctxd show` says

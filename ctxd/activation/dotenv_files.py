@@ -15,6 +15,10 @@ statement starting at line N" and loads the rest):
 - a name that is not a valid environment variable name (``FOO-BAR=1``), a
   value holding a NUL byte, or ``PATH`` (ctxd owns PATH: ``[path]`` in the
   `.contextrc` says what goes on it): the same kind of warning, that line skipped;
+- a name that makes a shell run code (``PROMPT_COMMAND``, ``PS1``, ``BASH_ENV``, zsh's
+  ``precmd_functions`` ...) or every program load code (``LD_PRELOAD``, ``DYLD_*``): the same
+  kind of warning, that line skipped. A `.env` is not hashed by ``ctxd allow``; a trusted
+  `.contextrc` that wants one of these sets it in its own ``[env]``, which is;
 - a file that is missing: nothing applies from it and nothing is said (a
   ``.env.local`` is often absent); it is watched, so creating it applies it;
 - a file that cannot be read or is not UTF-8: one warning, nothing from it.
@@ -24,6 +28,21 @@ A name without ``=`` (``FOO``) sets nothing, as python-dotenv's load_dotenv does
 
 from ctxd.activation.fileio import cached_parse
 from ctxd.errors import ConfigError
+
+# Run by a shell (at each prompt, at start, as a prompt with $(...) expanded, as hook
+# functions) or loaded into every program: what a .env edit must not do without `ctxd allow`.
+# Not ENV (sh's start-up file): ENV=production is too common a .env line to refuse.
+RUNS_CODE = frozenset(
+    "PROMPT_COMMAND PS0 PS1 PS2 PS3 PS4 PROMPT PROMPT2 PROMPT3 PROMPT4 RPROMPT RPROMPT2 RPS1 RPS2 SPROMPT "
+    "BASH_ENV ZDOTDIR FPATH fpath NULLCMD READNULLCMD precmd_functions preexec_functions chpwd_functions "
+    "periodic_functions zshaddhistory_functions zshexit_functions fish_function_path fish_complete_path "
+    "INPUTRC SHELLOPTS BASHOPTS PYTHONSTARTUP LD_PRELOAD LD_AUDIT LD_LIBRARY_PATH".split())
+RUNS_CODE_PREFIXES = ("BASH_FUNC_", "DYLD_")
+
+
+def runs_code(name):
+    """Whether setting *name* makes a shell run code, or every program load some."""
+    return name in RUNS_CODE or name.startswith(RUNS_CODE_PREFIXES)
 
 
 def _parse(data):
@@ -103,6 +122,10 @@ def read(path, environ):
     for line, name, rest in entries:
         if name is None:
             warnings.append(f"ctxd: {path}:{line}: {rest}")
+            continue
+        if runs_code(name):
+            warnings.append(f"ctxd: {path}:{line}: {name} runs code in your shell or every program; a .env file "
+                            "cannot set it (skipped): set it in the .contextrc's [env], which ctxd allow covers")
             continue
         pieces = []
         for atom in rest:

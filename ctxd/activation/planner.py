@@ -228,6 +228,9 @@ def _env_file(plan, path, running, env_final):
     plan.warnings.extend(warnings)
     if not existed:
         plan.notes.append(f"env file {path}: not found (watched: creating it applies it)")
+    else:
+        plan.notes.append(f"env file {path}: treat it as code: ctxd allow does not cover its content, and "
+                          "its variables reach every command (NODE_OPTIONS, PAGER, GIT_SSH_COMMAND ... run code)")
     for name, value in values:
         env_final[name] = (value, path, None)
         running[name] = value
