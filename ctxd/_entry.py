@@ -3,7 +3,9 @@
 ``ctxd export`` is the hot path (every directory change), so it is dispatched
 here before click or anything heavy is imported, and so are ``ctxd chat hook``
 (AI CLIs run it on every prompt), ``ctxd recall`` and ``ctxd context``; every other command goes to the click app
-in ``ctxd.cli``. Every one of them maps its errors through ``ctxd.boundary``.
+in ``ctxd.cli``. Every one of them maps its errors through ``ctxd.boundary``, and
+all but the first two write to a terminal through ``ctxd.termtext`` (escape
+sequences in user data shown as text).
 """
 
 import sys
@@ -18,6 +20,9 @@ def main():
         from ctxd.integrations.hooks import main as hook_main  # AI CLI hooks: no click either
 
         sys.exit(hook_main(sys.argv[3:]))
+    from ctxd.termtext import guard_terminal
+
+    guard_terminal()  # what a person reads shows control characters as text (the two above print code, JSON)
     if sys.argv[1:2] in (["recall"], ["context"]):
         from ctxd.fast_entry import main as fast_main  # AI tools may run these on every question: no click
 

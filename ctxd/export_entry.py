@@ -97,7 +97,9 @@ def export_main(argv=None):
             sys.exit(f.exit_code)
         message = f"export failed: {f.reason}{f.details}" if f.is_bug else f.message
         try:
-            _write(shell.join([shell.warn(f"ctxd: {message}")]))
+            from ctxd.termtext import visible
+
+            _write(shell.join([shell.warn(visible(f"ctxd: {message}"))]))
         except OSError:
             pass
         sys.exit(f.exit_code)

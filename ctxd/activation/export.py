@@ -239,10 +239,13 @@ def render(shell, environ, t):
             if pairs is not None:
                 replay = True
                 out.append(shell.set_flag(shell.revisit_var, shell.env_check(pairs, revisit.needed_files())))
+    if t.warnings:
+        from ctxd.termtext import visible  # each warning is one line: names in it may hold escapes
     for w in t.warnings:
         # A replay (entering again, the test holding TOLD_VAR's new value) is what ctxd
         # would print then: the pin's notice is not shown a second time in this shell.
         key = t.told.get(w) if replay else None
+        w = visible(w)
         out.append(shell.warn(w) if key is None else shell.warn_unless_listed(w, TOLD_VAR, key))
     out += told
     return shell.join(out)
@@ -281,6 +284,8 @@ def export(shell, environ, pwd=None):
     except StateError as e:
         # The snapshot cannot be read: the hook undoes the last activation with
         # the restore function it holds, drops the state, and asks again.
-        code = shell.join([shell.warn(f"ctxd: {e.message}; unloading the project environment")])
+        from ctxd.termtext import visible
+
+        code = shell.join([shell.warn(visible(f"ctxd: {e.message}; unloading the project environment"))])
         return code, e.exit_code
     return render(shell, environ, t), 0

@@ -98,8 +98,12 @@ def explain(directory, environ):
 
 
 def render_text(info):
+    from ctxd.termtext import visible
+
     lines = []
-    add = lines.append
+
+    def add(line):  # each is one line: a newline or escape in a name is shown, not obeyed
+        lines.append(visible(line))
     add(f"directory    {info['directory']}")
     if not info["root"]:
         add("project      none")
