@@ -9,7 +9,7 @@ import os
 
 from e2ekit import cd, comparable, ctxd_lines, output_lines, plain_dir
 
-RESERVED = {"zsh": ("path", "status", "UID", "argv", "fpath"),
+RESERVED = {"zsh": ("path", "status", "UID", "argv", "pipestatus"),
             "bash": ("UID", "BASHOPTS", "PPID"),
             "fish": ("status", "pipestatus", "fish_pid")}
 
