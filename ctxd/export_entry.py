@@ -132,8 +132,10 @@ def formats_main(fmt, argv):
         t = target.build(os.environ, dirs[0] if dirs else None)
         lines, refuse = target.judge(t, strict, f"export {fmt}", "no project environment printed",
                                      "nothing printed")
+        from ctxd.termtext import visible
+
         for line in lines:
-            say(line)
+            say(visible(line))  # stderr is a person's: a directory name's escapes shown, not obeyed
         if refuse is not None:
             sys.exit(refuse)
         if fmt == "json":

@@ -80,3 +80,14 @@ def test_synced_text_reaches_a_terminal_as_text_and_a_pipe_unchanged(tmp_path):
     assert b"this\\x9b2J\r\nsecond line" in out  # a line break stays one (the terminal adds \r)
     err = _on_a_terminal(ctxd("handoff", "show", f"nope{OSC52}"), tmp_path, env)  # the error boundary
     assert err.startswith(b"ctxd: ") and b"\x1b" not in err
+
+
+def test_export_formats_keep_stdout_for_machines_and_show_escapes_on_stderr(tmp_path):
+    d = tmp_path / f"evil{OSC52}dir"
+    d.mkdir()
+    (d / ".contextrc").write_text('[env]\nCT_A = "1"\n')  # not allowed: one stderr line names it
+    env = dict(os.environ, PWD=str(tmp_path))
+    p = subprocess.run(ctxd("export", "json", str(d)), capture_output=True, env=env, cwd=tmp_path)
+    assert b"is not trusted" in p.stderr and b"\x1b" not in p.stderr and b"\x07" not in p.stderr
+    assert b"evil\\x1b]52;c;SGVsbG8=\\x07dir" in p.stderr
+    assert b"\x1b" not in p.stdout  # JSON-escaped as before
