@@ -1,24 +1,17 @@
 """ctxd sync: share the project's memory through git (refs/ctxd/memory on its remotes)."""
 
 import json
-import re
 
 import click
 
 from ctxd.isotime import format_minute
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-def _safe(text):
-    """*text* with its control characters shown as \\xNN, never sent to the terminal: segment
-    names, authors and hosts on the ref are anyone-who-can-push's words. (A local stand-in
-    for the central terminal-sanitizing helper; merge into it.)"""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+from ctxd.termtext import visible
 
 
 def _echo(line, err=False):
-    click.echo(_safe(line), err=err)
+    """Echo one line, its control characters shown (segment names, authors and hosts on the
+    ref are anyone-who-can-push's words), even when the output is not a terminal."""
+    click.echo(visible(str(line)), err=err)
 
 
 def _sync():
