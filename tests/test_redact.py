@@ -113,6 +113,136 @@ def test_each_kind_is_redacted(text, counts, gone, kept):
     assert Redactor()(out) == (out, {})  # redacting twice is redacting once
 
 
+# -- one realistic (fake) sample of every common kind: the raw value never survives ---------------
+# Each is shaped like the real thing (prefix, length, alphabet); gitleaks' rules (ctxd.memory.gitleaks)
+# and ctxd's own (ctxd.memory.redact.BUILTIN) share the work.
+
+AN = string.ascii_letters + string.digits
+UP = string.ascii_uppercase + string.digits
+
+
+def b64(s):
+    import base64
+
+    return base64.b64encode(s.encode()).decode()
+
+
+HEX = "0123456789abcdef"
+
+
+def _jwt():
+    return _b64url({"alg": "HS256", "typ": "JWT"}) + "." + _b64url({"sub": "42", "iat": 1516239022}) + "." + rand(43, AN + "-_")
+
+
+def _pem(label):
+    body = "\n".join(rand(64, B64) for _ in range(5))
+    return body, f"-----BEGIN {label}-----\n{body}\n-----END {label}-----"
+
+
+PW = rand(6) + "#" + rand(6)  # a password with a symbol
+PW_AT = "p@ss/" + rand(8)  # "@" and "/" inside the userinfo
+GHP = "gh" + "p_" + rand(36)
+_rsa_body, RSA = _pem("RSA " + "PRIVATE KEY")
+_pgp_body = "\n".join(rand(64, B64) for _ in range(5))
+PGP = ("-----BEGIN PGP " + "PRIVATE KEY BLOCK-----\nVersion: GnuPG v2\n\n" + _pgp_body + "\n=" + rand(4, B64)
+       + "\n-----END PGP " + "PRIVATE KEY BLOCK-----")
+K_AWS_SECRET = rand(40, B64)
+STS = "IQoJb3JpZ2luX2Vj" + rand(300, B64)
+DJANGO = "django-insecure-" + rand(10) + "!x@" + rand(20) + "^&*" + rand(8)
+SA_KEY_ID = rand(40, HEX)
+
+# (name, text, the secret values that must be gone)
+KINDS = [
+    ("anthropic", "key " + "sk-" + "ant-api03-" + (a := rand(93, AN + "-_")) + "AA", [a]),
+    ("openai-project", "OPENAI " + "sk-" + "proj-" + (a := rand(120, AN + "-_")), [a]),
+    ("stripe-live", "sk_" + "live_" + (a := rand(24)), [a]),
+    ("stripe-restricted", "rk_" + "live_" + (a := rand(24)), [a]),
+    ("stripe-webhook", "whsec_" + (a := rand(32)), [a]),
+    ("github-pat", "token " + GHP, [GHP[4:]]),
+    ("github-fine-grained", "github_pat_" + (a := rand(22) + "_" + rand(59)), [a]),
+    ("gitlab", "gl" + "pat-" + (a := rand(20, AN + "_-")), [a]),
+    ("huggingface", "hf" + "_" + (a := rand(34)), [a]),
+    ("npm", "//registry.npmjs.org/:_authToken=np" + "m_" + (a := rand(36)), [a]),
+    ("aws-access-key-id", "AK" + "IA" + (a := rand(16, UP)), [a]),
+    ("aws-secret-named", "aws_secret_access_key = " + K_AWS_SECRET, [K_AWS_SECRET]),
+    ("aws-secret-bare", "the secret is " + (a := rand(40, B64)) + " (rotate it)", [a]),
+    ("aws-session-token-named", "export AWS_SESSION_TOKEN=" + STS, [STS[20:]]),
+    ("aws-session-token-bare", '"SessionToken": "' + (a := "FwoGZXIvYXdz" + rand(200, B64)) + '"', [a[16:]]),
+    ("slack-bot", "xo" + "xb-" + rand(12, "0123456789") + "-" + rand(13, "0123456789") + "-" + (a := rand(24)), [a]),
+    ("slack-webhook", "https://hooks." + "slack.com/services/T" + rand(8, UP) + "/B" + rand(10, UP) + "/" + (a := rand(24)), [a]),
+    ("google-api", "AI" + "za" + (a := rand(35, AN + "_-")), [a]),
+    ("jwt", "Authorization: " + (a := _jwt()), [a.split(".")[2]]),
+    ("bearer", "Authorization: Bearer " + (a := rand(40, AN + "._-")), [a]),
+    ("basic-auth", "Authorization: Basic " + (a := b64("admin:" + PW)), [a]),
+    ("curl-u", "curl -u admin:" + (a := rand(14)) + " https://api.example.com/v1/items", [a]),
+    ("pem-rsa", "key:\n" + RSA, [_rsa_body.split("\n")[2]]),
+    ("pgp-private", PGP, [_pgp_body.split("\n")[2]]),
+    ("service-account", json.dumps({"type": "service_account", "private_key_id": SA_KEY_ID,
+                                    "private_key": "-----BEGIN " + "PRIVATE KEY-----\n" + _rsa_body + "\n-----END "
+                                    + "PRIVATE KEY-----\n"}), [SA_KEY_ID, _rsa_body.split("\n")[1]]),
+    ("azure-account-key", "DefaultEndpointsProtocol=https;AccountName=demo;AccountKey=" + (a := rand(86, B64) + "==")
+     + ";EndpointSuffix=core.windows.net", [a[:-2]]),
+    ("azure-sas", "https://demo.blob.core.windows.net/c/f.txt?sv=2022-11-02&ss=b&srt=o&sp=r&se=2026-01-01T00:00:00Z"
+     "&sig=" + (a := rand(43, AN + "%") + "%3D"), [a[:-3]]),
+    ("postgres-url", "postgres://app:" + (a := rand(16)) + "@db.internal:5432/prod", [a]),
+    ("redis-url-no-user", "REDIS_URL=redis://:" + (a := rand(16)) + "@cache.internal:6379/0", [a]),
+    ("mongodb-at-in-password", "mongodb://admin:" + PW_AT + "@cluster0.example.net/app?retryWrites=true", [PW_AT, PW_AT[5:]]),
+    ("pypi", "password = pypi-" + (a := "AgEIcHlwaS5vcmc" + rand(120, AN + "-_")), [a]),
+    ("twilio", "TWILIO_API_KEY_SID=SK" + (a := rand(32, HEX)), [a]),
+    ("twilio-auth-token", "TWILIO_AUTH_TOKEN=" + (a := rand(32, HEX)), [a]),
+    ("sendgrid", "SG." + (a := rand(22, AN + "-_") + "." + rand(43, AN + "-_")), [a]),
+    ("mysql-p", "mysql -h db.internal -u root -p" + (a := rand(12)) + " prod < dump.sql", [a]),
+    ("password-flag", "mytool deploy --password " + (a := rand(14)) + " --yes", [a]),
+    ("password-flag-eq", "pg_dump --password=" + (a := rand(14)) + " prod", [a]),
+    ("sshpass", "sshpass -p '" + (a := rand(12)) + "' ssh deploy@host", [a]),
+    ("sshpass-bare", "sshpass -p " + (a := rand(12)) + " ssh deploy@host", [a]),
+    ("docker-login", "docker login -u ci -p " + (a := rand(20)) + " registry.example.com", [a]),
+    ("netrc", "machine api.example.com\n  login ada@example.com\n  password " + (a := rand(18)) + "\n", [a]),
+    ("secret-key-env", "SECRET_KEY=" + (a := rand(50)), [a]),
+    ("django-secret-key", "SECRET_KEY = '" + DJANGO + "'", [DJANGO, DJANGO[16:]]),
+    ("encryption-key-hex", "ENCRYPTION_KEY=" + (a := rand(64, HEX)), [a]),
+    ("signing-key-yaml", "signing_key: " + (a := rand(44, B64)), [a]),
+    ("master-key-json", '{"master_key": "' + (a := rand(32)) + '"}', [a]),
+    ("password-assignment", "DB_PASSWORD=" + PW, [PW]),
+    ("token-assignment", "token=" + (a := rand(30)) + "&user=ada", [a]),
+    ("client-secret", 'client_secret = "' + (a := rand(32)) + '"', [a]),
+    ("base64-of-token", "echo -n $GH | base64\n" + (a := b64(GHP)), [a, GHP]),
+    ("k8s-secret", "apiVersion: v1\nkind: Secret\ndata:\n  password: " + (a := b64(PW)) + "\n", [a]),
+    ("shopify", "shpat_" + (a := rand(32, HEX)), [a]),
+    ("vault-new", "VAULT_TOKEN=hvs." + (a := rand(91, AN + "_-")), [a]),
+    ("vault-short", "vault login hvs." + (a := rand(24)), [a]),
+    ("digitalocean", "dop_v1_" + (a := rand(64, HEX)), [a]),
+    ("mailgun", "api:key-" + (a := rand(32, HEX)), [a]),
+    ("age", "AGE-SECRET-KEY-1" + (a := rand(58, "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L")), [a]),
+    ("doppler", "dp.pt." + (a := rand(43)), [a]),
+    ("linear", "lin_api_" + (a := rand(40)), [a]),
+    ("postman", "PMAK-" + (a := rand(24, HEX) + "-" + rand(34, HEX)), [a]),
+    ("databricks", "dapi" + (a := rand(32, HEX)), [a]),
+    ("pulumi", "pul-" + (a := rand(40, HEX)), [a]),
+    ("grafana-sa", "glsa_" + (a := rand(32) + "_" + rand(8, HEX)), [a]),
+    ("newrelic", "NEW_RELIC_API_KEY=NRAK-" + (a := rand(27, UP)), [a]),
+    ("telegram", "TELEGRAM_BOT_TOKEN=" + (a := rand(10, "0123456789") + ":AA" + rand(33, AN + "_-")), [a]),
+]
+
+
+def _variants(text):
+    """The sample as said, inside JSON text (a tool call's arguments) and inside JSON in JSON."""
+    return [text, json.dumps({"cmd": text}), json.dumps({"input": json.dumps({"cmd": text})})]
+
+
+@pytest.mark.parametrize("name,text,gone", KINDS, ids=[k[0] for k in KINDS])
+def test_every_common_kind_is_redacted(name, text, gone):
+    r = Redactor()
+    for variant in _variants(text):
+        out, counts = r(variant)
+        assert counts and "[REDACTED:" in out, out
+        for secret in gone:
+            assert secret not in out, (name, out)
+        if variant is not text:
+            json.loads(out)  # still JSON
+        assert r(out) == (out, {})  # redacting twice is redacting once
+
+
 @pytest.mark.parametrize("text", [
     "token = token", "password=self.password", "def login(password: str, token: Optional[str])",
     "params: { _csrf_token: csrfToken }", "ERRORTOKEN = 59", "max_tokens: 4096", "token_type: bearer",

@@ -120,6 +120,9 @@ def import_(file):
     """Store the archive in FILE (any supported schema) as a new version here."""
     from ctxd.handoff import archive as A
 
+    from ctxd.memory import redact
+
     project = _project()
-    hid, dest = A.import_file(project.context_dir, file)
+    raw = project.config.get("raw", {}) if isinstance(project.config, dict) else {}
+    hid, dest = A.import_file(project.context_dir, file, redact.from_config(raw, env=project.secrets))
     click.echo(dest)

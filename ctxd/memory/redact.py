@@ -27,18 +27,27 @@ are compiled when the first Redactor is built.
 import re
 import string
 
+from ctxd.memory import gitleaks
+
 # Names of assignments whose value is a secret: the name ends with one of these words.
 _ASSIGN_WORDS = {
     "password": "password", "passwd": "password", "passphrase": "password",
     "secret": "secret", "client_secret": "secret", "secret_key": "secret",
     "token": "token", "access_token": "token", "auth_token": "token", "refresh_token": "token",
     "api_key": "api-key", "apikey": "api-key", "access_key": "api-key", "private_key": "private-key",
+    "encryption_key": "secret", "signing_key": "secret", "master_key": "secret", "hmac_key": "secret",
+    "session_key": "secret", "app_key": "api-key", "license_key": "api-key",
 }
+# A name ending in "key" names a secret only with one of these words before it; any other
+# (cache_key, sort_key, KEY) only when its value looks random (see _generic_key).
+_NOT_SECRET_KEYS = ("primary", "foreign", "sort", "partition", "cache", "idempotency", "public", "pub", "hot",
+                    "dict", "map", "object", "row", "group", "lookup", "unique", "composite", "index", "shortcut",
+                    "hash", "routing", "dedup", "message", "translation", "i18n", "cursor", "s3")
 _ASSIGN = (  # the name's head (db_, API_, self.) is read back from the keyword: a faster scan
-    r"(?P<name>(?i:pass(?:word|wd|phrase)|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key))"
-    r"(?P<nq>\\?[\"'])?"  # a quoted name ("password": ...), in JSON text escaped too
+    r"(?P<name>(?i:pass(?:word|wd|phrase)|secret|token|key|credentials?|salt|pwd))"
+    r"(?P<nq>\\*[\"'])?"  # a quoted name ("password": ...), in JSON text escaped too (JSON in JSON: twice)
     r"(?P<sp>[ \t]*)(?P<sep>:=|=>|=(?!=)|:(?!:))[ \t]*"
-    r"(?:(?P<q>\\?[\"'])(?P<qs>[^\"'\\\n\r]{1,200})(?P=q)"
+    r"(?:(?P<q>\\*[\"'])(?P<qs>[^\"'\\\n\r]{1,200})(?P=q)"
     r"|(?P<us>[^\s\"'`\\<>(){}\[\],;|&]++)(?![(\[{]))"
 )
 _BY_LENGTH = sorted(_ASSIGN_WORDS.items(), key=lambda x: -len(x[0]))
@@ -46,15 +55,31 @@ _STOP = {"none", "null", "nil", "true", "false", "str", "string", "int", "bool",
          "required", "object", "bytes", "secretstr", "unknown", "redacted", "hidden", "env", "default", "empty"}
 _CAMEL = re.compile(r"[a-z][A-Z]")
 _IDENT_CHAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
-_PEM = (r"-----BEGIN (?P<pem>[A-Z0-9 ]*)PRIVATE KEY-----"
-        r"(?:[\s\S]*?-----END (?P=pem)PRIVATE KEY-----|(?:[A-Za-z0-9+/=\s]|\\[nr]){40,})")
+_PEM = (r"-----BEGIN (?P<pem>[A-Z0-9 ]*)PRIVATE KEY(?P<blk>(?: BLOCK)?)-----"  # BLOCK: PGP's
+        r"(?:[\s\S]*?-----END (?P=pem)PRIVATE KEY(?P=blk)-----|(?:[A-Za-z0-9+/=:\s]|\\[nr]){40,})")
+_B64_40 = r"(?<![A-Za-z0-9/+=._-])(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=_-]|\.[A-Za-z0-9])"  # not in a JWT
+_CLI_VALUE = r"(?P<s>(?!-|\$|\*|\[REDACTED)[^\s\"'\\`<>|;&$()]{1,200})"
+_ARG_VALUE = r"(?![/.~])" + _CLI_VALUE  # after -p: not a path (mkdir -p /x on the same line)
+# userinfo ends at the last "@" before the host (mongodb://admin:p@ss/w0rd@db/x); not a port
+# before a path (localhost:3000/@vite/client)
+_URL_PASSWORD = (r"(?<=://)[^\s:/@\\\"'<>]*:(?P<s>(?!\[REDACTED)(?!\d+/)[^\s?#\\\"'<>]+)"
+                 r"(?=@[^\s@/?#\\\"'<>]*(?:[/?#\s\\\"'<>]|$))")
+# passwords on command lines: mysql -pX, sshpass -p X, docker login -p X, --password X, .netrc
+_QUOTE = r"(?:\\?[\"'])?"
+_MYSQL = r"\bmysql(?:dump|admin|sh|import|check)?[ \t][^\n|;&]*?(?<=[ \t])-p" + _QUOTE + _ARG_VALUE
+_SSHPASS = r"\bsshpass(?:[ \t]+-[A-Za-z]\S*)*?[ \t]+-p[ \t]*" + _QUOTE + _ARG_VALUE
+_LOGIN = r"\b(?:docker|podman|buildah|skopeo|nerdctl)[ \t]+login\b[^\n|;&]*?[ \t]-p[ \t]+" + _QUOTE + _ARG_VALUE
+_FLAG = (r"(?<![\w-])--(?:password|passwd|db-password|token|api-key|apikey|auth-token|access-token|"
+         r"client-secret)(?:=|[ \t]+)(?:\\?[\"'])?" + _CLI_VALUE)
+_NETRC = r"\bmachine[ \t]+\S+(?:\s+(?:login|account)\s+\S+)+\s+password\s+" + _CLI_VALUE
+_BASIC = r"\b[Bb]asic[ \t]+(?P<s>[A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])"
 
 # (kind, pattern). Order matters: specific before generic.
 BUILTIN = (
     ("private-key", _PEM),
     # a cloud service account's key file: the key (when not already a redacted PEM) and its id
-    ("private-key", r"\"private_key\"\s*:\s*\"(?P<s>(?!\[REDACTED)(?:[^\"\\]|\\.){16,}?)\""),
-    ("private-key-id", r"\"private_key_id\"\s*:\s*\"(?P<s>[0-9a-f]{32,64})\""),
+    ("private-key", r"\"private_key\\*\"\s*:\s*\\*\"(?P<s>(?!\[REDACTED)(?:[^\"\\]|\\.){16,}?)\""),
+    ("private-key-id", r"\"private_key_id\\*\"\s*:\s*\\*\"(?P<s>[0-9a-f]{32,64})\\*\""),  # JSON in JSON too
     ("anthropic-key", r"\bsk-ant-[A-Za-z0-9_\-]{20,}"),
     ("openai-key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"),
     ("stripe-key", r"\b(?:[sr]k_(?:live|test)_[0-9A-Za-z]{16,}|whsec_[0-9A-Za-z]{24,})"),
@@ -65,12 +90,28 @@ BUILTIN = (
     ("aws-access-key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b"),
     ("aws-secret-key", r"(?i:aws_?secret_?(?:access_?)?key|secret_?access_?key)(?:\\?[\"'])?[ \t]*[:=][ \t]*"
                        r"(?:\\?[\"'])?(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"),
-    ("slack-webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_\-]+(?:/[A-Za-z0-9_\-]+)+"),
     ("slack-token", r"\bx(?:ox[abposr]|app)-[A-Za-z0-9\-]{10,}"),
     ("google-api-key", r"\bAIza[0-9A-Za-z_\-]{35}"),
     ("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"),
+    ("aws-session-token", r"(?i:aws_?session_?token|x-amz-security-token|sessiontoken)(?:\\?[\"'])?[ \t]*[:=][ \t]*"
+                          r"(?:\\?[\"'])?(?P<s>[A-Za-z0-9/+=]{100,})"),
+    ("aws-session-token", r"\b(?:IQoJb3JpZ2luX2Vj|FwoGZXIvYXdz|FQoGZXIvYXdz)[A-Za-z0-9/+=]{80,}"),
+    ("aws-secret-key", _B64_40),
+    ("azure-storage-key", r"(?i:AccountKey|SharedAccessKey)=(?P<s>[A-Za-z0-9+/]{20,}={0,2})"),
+    ("azure-sas", r"[?&]sig=(?P<s>(?!\[REDACTED)[A-Za-z0-9%+/]{20,}(?:=|%3D){0,2})"),
+    ("vault-token", r"\bhv[sbr]\.[A-Za-z0-9_\-]{24,}"),
+    ("mailgun-key", r"\bkey-[0-9a-f]{32}\b"),
+    ("slack-webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_\-]+(?:/[A-Za-z0-9_\-]+)+"),
+    ("basic-auth", _BASIC),
     ("bearer", r"(?i)(?<=\bbearer )(?!\[REDACTED)[A-Za-z0-9\-._~+/]{8,}=*"),
-    ("password", r"(?<=://)[^\s:/@\\\"'<>]+:(?P<s>(?!\[REDACTED)[^\s@/\\\"'<>]+)(?=@)"),
+    # userinfo ends at the last "@" before the host: mongodb://admin:p@ss@db/x
+    ("password", _URL_PASSWORD),
+    # passwords on command lines: mysql -pX, sshpass -p X, docker login -p X, --password X
+    ("password", _MYSQL),
+    ("password", _SSHPASS),
+    ("password", _LOGIN),
+    ("password", _FLAG),
+    ("password", _NETRC),
     ("assignment", _ASSIGN),
 )
 
@@ -101,20 +142,77 @@ def secret_env(plan):
 
 _NAME_CHARS = frozenset(string.ascii_letters + string.digits + "_.-")
 
-# Substrings without which a rule cannot match (in the text, or in the lower-cased text for the
-# names ending "_lower"): a rule is not run over a text that has none of them.
+# Substrings without which a rule cannot match (in the text, or in the lower-cased text for
+# HINTS_LOWER): a rule is not run over a text that has none of them. By kind, or by pattern where
+# a kind has several.
 HINTS = {
-    "private-key": ("PRIVATE KEY", '"private_key"'), "private-key-id": ('"private_key_id"',),
+    "private-key": ("PRIVATE KEY", "private_key"), "private-key-id": ("private_key_id",),
     "anthropic-key": ("sk-ant-",), "openai-key": ("sk-",), "stripe-key": ("k_live_", "k_test_", "whsec_"),
     "github-token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
     "gitlab-token": ("glpat-", "gldt-", "glrt-", "glptt-", "glft-", "glcbt-", "glsoat-"), "huggingface-token": ("hf_",),
     "npm-token": ("npm_",), "aws-access-key": ("AKIA", "ASIA", "ABIA", "ACCA"), "slack-webhook": ("hooks.slack.com/",),
-    "slack-token": ("xox", "xapp-"), "google-api-key": ("AIza",), "jwt": ("eyJ",), "password": ("://",),
+    "slack-token": ("xox", "xapp-"), "google-api-key": ("AIza",), "jwt": ("eyJ",), _URL_PASSWORD: ("://",),
+    "vault-token": ("hvs.", "hvb.", "hvr."), "mailgun-key": ("key-",), "azure-sas": ("sig=",),
+    _BASIC: ("asic",), "aws-session-token": ("IQoJb3JpZ2luX2Vj", "FwoGZXIvYXdz", "FQoGZXIvYXdz"),
+    _SSHPASS: ("sshpass",), _FLAG: ("--",), _NETRC: ("machine",),
 }
 HINTS_LOWER = {
     "aws-secret-key": ("secret", "access"), "bearer": ("bearer ",),
-    "assignment": ("pass", "secret", "token", "key"),
+    "assignment": ("pass", "secret", "token", "key", "credential", "salt", "pwd"),
+    BUILTIN[[k for k, _p in BUILTIN].index("aws-session-token")][1]: ("session", "security-token"),
+    "azure-storage-key": ("accountkey=", "sharedaccesskey="), _MYSQL: ("mysql",), _LOGIN: (" login",),
 }
+_NO_HINT = {_B64_40}  # bare keys: run on every text
+
+
+def _random_40(v):
+    """A bare 40-character base64 word that is a key (AWS's secret key shape), not a word or a hash."""
+    from ctxd.memory.gitleaks import entropy
+
+    return (any(c.isupper() for c in v) and any(c.islower() for c in v) and any(c.isdigit() for c in v)
+            and entropy(v) >= 4.3)
+
+
+def _basic(v):
+    """HTTP basic credentials: base64 of user:password."""
+    import base64
+    import binascii
+
+    try:
+        raw = base64.b64decode(v + "=" * (-len(v) % 4), validate=True).decode("ascii")
+    except (binascii.Error, ValueError):
+        return False
+    return ":" in raw and raw.isprintable()
+
+
+_CHECKS = {_B64_40: _random_40, _BASIC: _basic}  # (pattern: is the group "s" a secret?)
+_B64_RUN = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{24,4096}={0,2}(?![A-Za-z0-9+/=_-])")
+
+
+def _json_safe(text, a, b):
+    """(a, b) moved so that neither end splits a backslash escape (the text may be JSON)."""
+    def odd_run(i):  # an odd run of backslashes ends just before i
+        n = 0
+        while i - n > 0 and text[i - n - 1] == "\\":
+            n += 1
+        return n % 2 == 1
+
+    if odd_run(a):
+        a -= 1
+    while b > a and odd_run(b):
+        b -= 1
+    return a, b
+
+
+_UUID = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
+
+
+def _looks_random(v):
+    """A value of at least 16 characters, letters and digits, with the entropy of a random string."""
+    from ctxd.memory.gitleaks import entropy
+
+    return (len(v) >= 16 and any(c.isdigit() for c in v) and any(c.isalpha() for c in v)
+            and not _UUID.fullmatch(v) and entropy(v) >= 3.5)
 
 
 def _full_name(m):
@@ -129,7 +227,13 @@ def _assignment(m):
     """(kind, start, end) of the value to replace, or None when it is not a secret."""
     name, _start = _full_name(m)
     word = name.lower().replace("-", "_")
-    kind = next((k for w, k in _BY_LENGTH if word.endswith(w)), "secret")
+    kind = next((k for w, k in _BY_LENGTH if word.endswith(w)), None)
+    if kind is None:  # *key, *credentials, *salt, *pwd: said of secrets and of much else, so only
+        v = m.group("qs") if m.group("qs") is not None else m.group("us")  # a random-looking value
+        head = word[:-3].rstrip("_-.") if word.endswith("key") else word
+        if not head or head.endswith(_NOT_SECRET_KEYS) or not _looks_random(v):
+            return None
+        kind = "password" if word.endswith("pwd") else "secret"
     if m.group("qs") is not None:
         group, v = "qs", m.group("qs")
     else:
@@ -161,6 +265,9 @@ class Redactor:
         disable = set(disable)
         self._sources = [(k, p) for k, p in BUILTIN if k not in disable] + [(k, p) for k, p in extra]
         self._rules = None  # compiled on first use: a store opened only to read never pays for it
+        # gitleaks' rules (ctxd.memory.gitleaks), each disabled by its id, all by "gitleaks"
+        self.gitleaks = None if "gitleaks" in disable else gitleaks.Rules(disable)
+        self.base64 = "base64" not in disable
         self.env = {}  # literal -> name
         if env:
             import json
@@ -176,8 +283,14 @@ class Redactor:
     def rules(self):
         if self._rules is None:
             builtin = set(BUILTIN)
-            self._rules = [(k, re.compile(p), HINTS.get(k) if (k, p) in builtin else None,
-                            HINTS_LOWER.get(k) if (k, p) in builtin else None) for k, p in self._sources]
+
+            def hints(table, k, p):
+                if (k, p) not in builtin or p in _NO_HINT:
+                    return None
+                return table.get(p, table.get(k))
+
+            self._rules = [(k, re.compile(p), hints(HINTS, k, p), hints(HINTS_LOWER, k, p),
+                            _CHECKS.get(p) if (k, p) in builtin else None) for k, p in self._sources]
         return self._rules
 
     def __call__(self, text):
@@ -194,8 +307,16 @@ class Redactor:
                 return f"[REDACTED:{kind}]"
 
             text = self.env_rx.sub(env_repl, text)
+        text = self._patterns(text, bump)
+        if self.gitleaks is not None:
+            text = self._spans(text, self.gitleaks.find(text), bump)
+        if self.base64:
+            text = self._encoded(text, bump)
+        return text, counts
+
+    def _patterns(self, text, bump):
         lower = None
-        for kind, rx, hints, hints_lower in self.rules:
+        for kind, rx, hints, hints_lower, check in self.rules:
             if hints is not None and not any(h in text for h in hints):
                 continue
             if hints_lower is not None:
@@ -212,8 +333,8 @@ class Redactor:
                     s = m.start()
                     return m.group(0)[:a - s] + f"[REDACTED:{k}]" + m.group(0)[b - s:]
             elif "s" in rx.groupindex:
-                def repl(m, kind=kind):
-                    if m.group("s") is None:
+                def repl(m, kind=kind, check=check):
+                    if m.group("s") is None or check is not None and not check(m.group("s")):
                         return m.group(0)
                     bump(kind)
                     s = m.start()
@@ -225,7 +346,49 @@ class Redactor:
             text, n = rx.subn(repl, text)
             if n:
                 lower = None
-        return text, counts
+        return text
+
+    @staticmethod
+    def _spans(text, spans, bump):
+        """*text* with the (start, end, kind) spans replaced; of overlapping spans the first wins."""
+        out, pos = [], 0
+        for a, b, kind in sorted(spans, key=lambda x: (x[0], -x[1])):
+            a, b = _json_safe(text, max(a, pos), b)
+            if b <= a or text.startswith("[REDACTED", a):
+                continue
+            out.append(text[pos:a] + f"[REDACTED:{kind}]")
+            bump(kind)
+            pos = b
+        return "".join(out) + text[pos:] if out else text
+
+    def _encoded(self, text, bump):
+        """Base64 of a secret (echo -n $TOKEN | base64, a Kubernetes Secret's data): a run of
+        base64 whose decoded text holds a secret the rules know goes whole, as b64:<kind>."""
+        if not any(c.isdigit() for c in text):  # cheap exit for prose
+            return text
+        import base64
+        import binascii
+
+        spans = []
+        for m in _B64_RUN.finditer(text):
+            start = m.start()
+            if start and text[start - 1] == "\\" and m.group(0)[0] in "nrt":  # JSON text: \nZ2hw...
+                start += 1
+            run = text[start:m.end()].rstrip("=")
+            try:
+                raw = base64.b64decode(run.replace("-", "+").replace("_", "/") + "=" * (-len(run) % 4))
+                raw = raw.decode("ascii")
+            except (binascii.Error, ValueError):
+                continue
+            if not raw.replace("\n", "").replace("\t", "").isprintable():
+                continue
+            inner = {}
+            plain = self._patterns(raw, lambda k: inner.__setitem__(k, 1))
+            if plain == raw and self.gitleaks is not None:
+                inner.update((k, 1) for _a, _b, k in self.gitleaks.find(raw))
+            if inner:
+                spans.append((start, m.end(), "b64:" + sorted(inner)[0]))
+        return self._spans(text, spans, bump) if spans else text
 
 
 def from_config(cfg, env=None):

@@ -26,6 +26,8 @@ def start(store, name):
     name = name.strip()
     if not name:
         raise CtxdError("a task needs a name", ExitCode.USAGE)
+    if store.redactor is not None:
+        name, _ = store.redactor(name)  # it is shown, rendered and synced like a note
     with store.transaction():  # the check and the insert together: two starts cannot both open one
         open_ = current(store)
         if open_ is not None:
