@@ -9,6 +9,7 @@ import json
 import os
 import random
 import re
+import shutil
 import sqlite3
 import string
 import subprocess
@@ -175,6 +176,8 @@ KINDS = [
     ("bearer", "Authorization: Bearer " + (a := rand(40, AN + "._-")), [a]),
     ("basic-auth", "Authorization: Basic " + (a := b64("admin:" + PW)), [a]),
     ("curl-u", "curl -u admin:" + (a := rand(14)) + " https://api.example.com/v1/items", [a]),
+    ("curl-u-twice", "curl -u ci:" + (a := rand(14)) + " https://x.example.com; curl -u ci:" + (b := rand(14))
+     + " https://y.example.com", [a, b]),
     ("pem-rsa", "key:\n" + RSA, [_rsa_body.split("\n")[2]]),
     ("pgp-private", PGP, [_pgp_body.split("\n")[2]]),
     ("service-account", json.dumps({"type": "service_account", "private_key_id": SA_KEY_ID,
@@ -251,6 +254,17 @@ def test_every_common_kind_is_redacted(name, text, gone):
     "sk_test_short", "export PWD=/home/ada", "-----BEGIN PRIVATE KEY-----", "budget 25,000 USD by 2026-03-01",
     "see https://example.com/a:b@c", "kwargs: password=password, secret=secret",
     "{'HAVE_STRUCT_PASSWD_PW_PASSWD': 1, 'MAX_TOKENS': 4096}", "TOKEN_LIMIT=100",
+    # the keyword-assignment rule's new names (key, credentials, salt, pwd) and the command-line rules
+    "token = get_token()", "password: str", "cache_key = 'user:1234:profile'", "sort_key=lambda r: r.ts",
+    'primary_key = "550e8400-e29b-41d4-a716-446655440000"', '{"key": "ArrowUp", "code": "KeyA"}',
+    "env=dict(os.environ, PWD=project.root)", "salt = bcrypt.gensalt()", "credentials: base64 of user:password",
+    "SECRET_KEY = os.environ['SECRET_KEY']", "api_key = settings.OPENAI_API_KEY", "KEY=value",
+    "install mysql then mkdir -p /data/db", "mysql -u root -p", "docker login -u ci --password-stdin",
+    "open http://localhost:3000/@vite/client", "npm view https://registry.npmjs.org:443/@types/node",
+    "a basic understanding of the problem", "the machine learning password reset flow",
+    "git show 3f786850e387550fdab836ed7e6dc881de23001b", "sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    "Authorization: Basic realm=api", "--token $GITHUB_TOKEN", "--password ****", "curl -u $USER:$PASS https://x",
+    "The quarterly report is due on 2026-03-01; 25,000 USD was approved.",
 ])
 def test_code_and_prose_are_left_alone(text):
     assert Redactor()(text) == (text, {})
@@ -261,6 +275,39 @@ def test_rules_can_be_disabled_and_added():
                                 "patterns": [{"name": "itk", "regex": r"itk_(?P<s>[0-9a-f]{8})"}]}})
     text = f"password={PASSWORD} {JWT} itk_deadbeef"
     assert r(text) == (f"password={PASSWORD} {JWT} itk_[REDACTED:itk]", {"itk": 1})
+    shopify = "shpat_" + rand(32, HEX)
+    # gitleaks' rules by their id, or all of them
+    assert Redactor()(shopify) == ("[REDACTED:shopify-access-token]", {"shopify-access-token": 1})
+    assert from_config({"redact": {"disable": ["shopify-access-token"]}})(shopify) == (shopify, {})
+    assert from_config({"redact": {"disable": ["gitleaks"]}})(shopify) == (shopify, {})
+    # the decoding of base64 too
+    encoded = b64(GHP)
+    assert from_config({"redact": {"disable": ["base64"]}})(encoded) == (encoded, {})
+
+
+def test_gitleaks_patterns_translate_to_python():
+    from ctxd.memory.gitleaks import translate
+
+    assert translate(r"SG\.(?i)[a-z0-9=_\-\.]{66}") == r"SG\.(?i:[a-z0-9=_\-\.]{66})"  # mid-pattern flags
+    assert translate(r"\b(p8e-(?i)[a-z]{4})(?:x|$)") == r"\b(p8e-(?i:[a-z]{4}))(?:x|$)"  # scoped to their group
+    assert translate(r"(?i)ab[(?i)]") == r"(?i)ab[(?i)]"  # leading flags and classes are kept
+    assert translate(r"pat[[:alnum:]]{14}\z") == r"pat[a-zA-Z0-9]{14}\Z"
+    assert translate(r"x(?:[\x60'\s;]|\\[nr]|$)") == r"x(?:[\x60'\s;]|\\|$)"  # any escape ends a secret
+
+
+def test_the_vendored_gitleaks_rules_load_whole():
+    """Every rule of the vendored file translates and compiles; the file names its version and license."""
+    import tomllib
+
+    from ctxd.memory import gitleaks
+
+    head = Path(gitleaks.PATH).read_text().splitlines()[:6]
+    assert re.match(r"# gitleaks \d+\.\d+\.\d+ default configuration", head[0]) and "# MIT License" in head
+    doc = tomllib.loads(Path(gitleaks.PATH).read_text())
+    rules = gitleaks.translate_config(doc)["rules"]
+    assert len(rules) == len([r for r in doc["rules"] if r.get("regex")]) > 200
+    for r in rules:
+        re.compile(r["regex"])
 
 
 SECRETS = [STRIPE_LIVE, AWS_ID, HF, GITLAB, NPM, SLACK_BOT, SLACK_HOOK, JWT, PEM]
@@ -412,6 +459,21 @@ EXPECTED_REAL = {"anthropic-key": 4, "github-token": 6}
 FALSE_POSITIVE_BOUND = 0
 
 
+LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev"
+
+
+@pytest.mark.skipif(not LOCOMO.is_dir(), reason="shared/data/locomo-dev is not beside the checkout")
+def test_no_redaction_in_everyday_conversations():
+    """LoCoMo's long chats (plans, places, dates, numbers): not one secret, so not one redaction."""
+    r = Redactor()
+    found = {}
+    for path in sorted(LOCOMO.glob("*.json")):
+        out, counts = r(path.read_text(encoding="utf-8"))
+        if counts:
+            found[path.name] = re.findall(r".{0,60}\[REDACTED:[^\]]+\]", out)
+    assert found == {}
+
+
 def test_false_positives_on_real_transcripts():
     totals, planted, hits = Counter(), Counter(), []
     r = Redactor()
@@ -426,3 +488,105 @@ def test_false_positives_on_real_transcripts():
     print("redactions per kind on the real samples:", dict(totals))
     assert len(hits) <= FALSE_POSITIVE_BOUND, "redactions outside the planted keys:\n" + "\n".join(hits)
     assert dict(planted) == EXPECTED_REAL  # the planted keys are all found
+
+
+# -- end to end: one sample of every kind, through every writer, and nothing raw anywhere ------------
+
+def _git(*args, cwd):
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
+
+
+def _git_objects(repo):
+    """Every object of a git repository, decompressed (git inflates them; gzip'd segments too)."""
+    import gzip
+
+    out = subprocess.run(["git", "cat-file", "--batch-all-objects", "--batch"], cwd=repo, capture_output=True,
+                         timeout=60, check=True).stdout
+    blobs, pos = [], 0
+    while pos < len(out):
+        nl = out.index(b"\n", pos)
+        size = int(out[pos:nl].split()[2])
+        body = out[nl + 1:nl + 1 + size]
+        pos = nl + 2 + size
+        blobs.append(gzip.decompress(body) if body[:2] == b"\x1f\x8b" else body)
+    return blobs
+
+
+def _files_under(*roots, skip=()):
+    for root in roots:
+        for dirpath, _dirs, files in os.walk(root):
+            for f in files:
+                p = Path(dirpath, f)
+                if p not in skip:
+                    yield p, p.read_bytes()
+
+
+@pytest.mark.skipif(not shutil.which("git"), reason="git is not installed")
+def test_no_raw_secret_anywhere_ctxd_writes(tmp_path, isolated_paths):
+    """A Claude Code transcript holding one sample of each kind (in prompts, tool arguments and a
+    huge tool output) is imported, the same prompt comes through the live hook, a task note and a
+    handoff are made, the memory is synced to a git remote: no raw value in any file under HOME
+    (config, data, state, cache), the project, or the remote's objects."""
+    project, remote, inbox = tmp_path / "proj", tmp_path / "remote.git", tmp_path / "inbox"
+    project.mkdir()
+    inbox.mkdir()
+    env_token = "tk-" + rand(24)  # a value only the trusted .contextrc can tell
+    (project / ".contextrc").write_text(f'[env]\nDEPLOY_TOKEN = "{env_token}"\n')
+    _git("init", "-q", "--bare", str(remote), cwd=tmp_path)
+    _git("init", "-q", cwd=project)
+    for args in (("config", "user.email", "ada@example.com"), ("config", "user.name", "ada"),
+                 ("commit", "-q", "--allow-empty", "-m", "first"), ("remote", "add", "origin", str(remote)),
+                 ("push", "-q", "origin", "HEAD")):
+        _git(*args, cwd=project)
+    assert ctxd("allow", cwd=project).returncode == 0
+
+    samples = [text for _name, text, _gone in KINDS] + [f"deploy with {env_token}"]
+    raw = [g for _name, _text, gone in KINDS for g in gone] + [env_token]
+    sid, lines = "0b6f3c1e-8b7d-4e2a-9c1f-5d4b3a2e1f00", []
+
+    def line(kind, message, n):
+        return json.dumps({"type": kind, "message": message, "sessionId": sid, "uuid": f"u-{n}", "cwd": str(project),
+                           "parentUuid": f"u-{n - 1}" if n else None, "timestamp": f"2026-01-01T00:{n // 60:02d}:{n % 60:02d}Z"})
+
+    for i, text in enumerate(samples):
+        n = 4 * i
+        lines.append(line("user", {"role": "user", "content": f"sample {i}: {text}"}, n))
+        lines.append(line("assistant", {"role": "assistant", "content": [
+            {"type": "text", "text": f"running it: {text}"},
+            {"type": "tool_use", "id": f"t{i}", "name": "Bash", "input": {"command": text}}]}, n + 1))
+        lines.append(line("user", {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"t{i}", "content": f"$ {text}\nok"}]}, n + 2))
+    big = "\n".join(samples) + "\n" + "x" * 70000  # over the offload threshold: written to outputs/
+    lines.append(line("user", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t0", "content": big}]},
+                      4 * len(samples)))
+    transcript = inbox / "session.jsonl"
+    transcript.write_text("\n".join(lines) + "\n")
+
+    r = ctxd("chat", "import", str(transcript), cwd=project)
+    assert r.returncode == 0, r.stderr
+    hook = json.loads((Path(__file__).parent / "contracts" / "hooks" / "claude" / "user_prompt_submit.json").read_text())
+    hook.update(cwd=str(project), transcript_path="", session_id="live-1", prompt="\n".join(samples))
+    r = subprocess.run([sys.executable, "-m", "ctxd", "chat", "hook", "claude"], input=json.dumps(hook), cwd=project,
+                       capture_output=True, text=True, timeout=120, env=dict(os.environ, PWD=str(project)))
+    assert r.returncode == 0, r.stderr
+    for args in (("task", "start", "rotate " + samples[0]), ("task", "note", samples[1]), ("handoff",),
+                 ("sync", "init"), ("sync", "push"), ("context",)):
+        r = ctxd(*args, cwd=project)
+        assert r.returncode == 0, (args, r.stdout, r.stderr)
+    log = ctxd("chat", "log", "--json", cwd=project).stdout
+    assert log.count("[REDACTED:") > len(samples)  # what was stored is there, redacted
+    info = json.loads(ctxd("show", "--json", cwd=project).stdout)
+    assert list(Path(info["context_dir"], "outputs").iterdir())  # the offloaded output was written
+
+    leaks = []
+    # Not conversation text: the trusted .contextrc itself, and its parsed copy in the cache (the
+    # values ctxd exports, kept 0600 so the cd hook need not parse TOML).
+    parsed = {p for p in (isolated_paths / ".cache").rglob("contextrc*.json")}
+    blobs = list(_files_under(isolated_paths, project, skip={project / ".contextrc"} | parsed))
+    blobs += [(Path("remote object"), b) for b in _git_objects(remote)]
+    assert len(blobs) > 20
+    for path, data in blobs:
+        for secret in raw:
+            if secret.encode() in data:
+                leaks.append(f"{path}: {next(k[0] for k in KINDS if secret in k[2]) if secret != env_token else 'env'}")
+    assert leaks == [], "\n".join(leaks)

@@ -309,7 +309,11 @@ class Redactor:
             text = self.env_rx.sub(env_repl, text)
         text = self._patterns(text, bump)
         if self.gitleaks is not None:
-            text = self._spans(text, self.gitleaks.find(text), bump)
+            for _ in range(4):  # again while it finds: a greedy rule (curl ... -u) finds one of two on a line
+                spans = self.gitleaks.find(text)
+                if not spans:
+                    break
+                text = self._spans(text, spans, bump)
         if self.base64:
             text = self._encoded(text, bump)
         return text, counts
