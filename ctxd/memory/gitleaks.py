@@ -109,7 +109,16 @@ def translate_config(doc):
     return {"rules": rules, "allow": allow}
 
 
+_DOC = []  # the loaded rules, once per process
+
+
 def _load():
+    if not _DOC:
+        _DOC.append(_read())
+    return _DOC[0]
+
+
+def _read():
     import json
 
     from ctxd import paths
@@ -153,7 +162,7 @@ class Rules:
         if self._rules is None:
             doc = _load()
             self._rules = [r for r in doc["rules"] if r["id"] not in self.disable]
-            self._allow = [dict(a, rx=[re.compile(x) for x in a["regexes"]]) for a in doc["allow"]]
+            self._allow = doc["allow"]
         return self._rules
 
     def _rx(self, rule):
@@ -163,9 +172,15 @@ class Rules:
 
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", FutureWarning)
-                rx = re.compile(rule["regex"])
-                allow = [dict(a, rx=[re.compile(x) for x in a["regexes"]]) for a in rule["allow"]]
-            self._compiled[rule["id"]] = rx = (rx, allow)
+                rx = self._compiled[rule["id"]] = re.compile(rule["regex"])
+        return rx, rule["allow"]
+
+    @staticmethod
+    def _compiled_allow(a):
+        """The allowlist's regexes, compiled the first time a candidate secret meets them."""
+        rx = a.get("rx")
+        if rx is None:
+            rx = a["rx"] = [re.compile(x) for x in a["regexes"]]
         return rx
 
     def find(self, text, lower=None):
@@ -210,7 +225,7 @@ class Rules:
         low = secret.lower()
         if any(s in low for s in a["stopwords"]):
             return True
-        if not a["rx"]:
+        if not a["regexes"]:
             return False
         text = m.string
         if a["target"] == "match":
@@ -223,4 +238,4 @@ class Rules:
             target = text[text.rfind("\n", 0, m.start()) + 1:(text.find("\n", m.end()) + 1 or len(text) + 1) - 1]
         else:
             target = secret
-        return any(x.search(target) for x in a["rx"])
+        return any(x.search(target) for x in Rules._compiled_allow(a))

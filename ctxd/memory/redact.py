@@ -186,7 +186,8 @@ def _basic(v):
 
 
 _CHECKS = {_B64_40: _random_40, _BASIC: _basic}  # (pattern: is the group "s" a secret?)
-_B64_RUN = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{24,4096}={0,2}(?![A-Za-z0-9+/=_-])")
+_B64_RUN = r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/_-]{24,}={0,2}(?![A-Za-z0-9+/=_-])"  # compiled on first use
+_B64_MAX = 4096  # longer runs are data (images, archives), not an encoded token
 
 
 def _json_safe(text, a, b):
@@ -204,7 +205,7 @@ def _json_safe(text, a, b):
     return a, b
 
 
-_UUID = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
+_UUID = r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}"
 
 
 def _looks_random(v):
@@ -212,7 +213,7 @@ def _looks_random(v):
     from ctxd.memory.gitleaks import entropy
 
     return (len(v) >= 16 and any(c.isdigit() for c in v) and any(c.isalpha() for c in v)
-            and not _UUID.fullmatch(v) and entropy(v) >= 3.5)
+            and not re.fullmatch(_UUID, v) and entropy(v) >= 3.5)
 
 
 def _full_name(m):
@@ -289,8 +290,9 @@ class Redactor:
                     return None
                 return table.get(p, table.get(k))
 
-            self._rules = [(k, re.compile(p), hints(HINTS, k, p), hints(HINTS_LOWER, k, p),
-                            _CHECKS.get(p) if (k, p) in builtin else None) for k, p in self._sources]
+            # [kind, pattern, hints, hints_lower, check, compiled]: each compiled when its hints first occur
+            self._rules = [[k, p, hints(HINTS, k, p), hints(HINTS_LOWER, k, p),
+                            _CHECKS.get(p) if (k, p) in builtin else None, None] for k, p in self._sources]
         return self._rules
 
     def __call__(self, text):
@@ -320,13 +322,16 @@ class Redactor:
 
     def _patterns(self, text, bump):
         lower = None
-        for kind, rx, hints, hints_lower, check in self.rules:
+        for rule in self.rules:
+            kind, source, hints, hints_lower, check, rx = rule
             if hints is not None and not any(h in text for h in hints):
                 continue
             if hints_lower is not None:
                 lower = text.lower() if lower is None else lower
                 if not any(h in lower for h in hints_lower):
                     continue
+            if rx is None:
+                rx = rule[5] = re.compile(source)
             if kind == "assignment":
                 def repl(m):
                     hit = _assignment(m)
@@ -374,7 +379,9 @@ class Redactor:
         import binascii
 
         spans = []
-        for m in _B64_RUN.finditer(text):
+        for m in re.finditer(_B64_RUN, text):
+            if m.end() - m.start() > _B64_MAX:
+                continue
             start = m.start()
             if start and text[start - 1] == "\\" and m.group(0)[0] in "nrt":  # JSON text: \nZ2hw...
                 start += 1
