@@ -168,6 +168,7 @@ KINDS = [
     ("aws-secret-named", "aws_secret_access_key = " + K_AWS_SECRET, [K_AWS_SECRET]),
     ("aws-secret-bare", "the secret is " + (a := rand(40, B64)) + " (rotate it)", [a]),
     ("aws-session-token-named", "export AWS_SESSION_TOKEN=" + STS, [STS[20:]]),
+    ("aws-session-token-older", "aws_session_token = AQoDYXdzE" + (a := rand(250, B64)), [a]),
     ("aws-session-token-bare", '"SessionToken": "' + (a := "FwoGZXIvYXdz" + rand(200, B64)) + '"', [a[16:]]),
     ("slack-bot", "xo" + "xb-" + rand(12, "0123456789") + "-" + rand(13, "0123456789") + "-" + (a := rand(24)), [a]),
     ("slack-webhook", "https://hooks." + "slack.com/services/T" + rand(8, UP) + "/B" + rand(10, UP) + "/" + (a := rand(24)), [a]),

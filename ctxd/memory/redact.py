@@ -1,11 +1,18 @@
 """Redact secrets before anything is stored.
 
+Three passes, in order: the literal values below; ctxd's own patterns
+(BUILTIN, with the keyword-assignment rule); gitleaks' default rules
+(ctxd.memory.gitleaks); then base64 runs whose decoded text holds a secret
+any of them knows (``[REDACTED:b64:<kind>]``).
+
 Each rule replaces what it matches with ``[REDACTED:<kind>]``. Where a rule
 has a group named ``s``, only that group is replaced (``password=`` stays,
-the value goes). Rules can be turned off and added in config.toml:
+the value goes). Rules can be turned off (ctxd's kinds, gitleaks' rule ids,
+"gitleaks" for all of those, "base64" for the last pass) and added in
+config.toml:
 
     [redact]
-    disable = ["bearer"]
+    disable = ["bearer", "generic-api-key"]
     [[redact.patterns]]
     name = "internal-token"
     regex = "itk_[0-9a-f]{32}"
@@ -20,8 +27,8 @@ text and parsed again): no rule starts or ends its match inside an escape
 sequence, and every replacement is plain ASCII without quotes or backslashes.
 Redacting twice gives the same text as redacting once.
 
-Import cost matters (the hook path): only ``re`` at import time; the patterns
-are compiled when the first Redactor is built.
+Import cost matters (the hook path): only ``re`` at import time; a pattern is
+compiled the first time its hints occur in a text.
 """
 
 import re
@@ -57,6 +64,7 @@ _CAMEL = re.compile(r"[a-z][A-Z]")
 _IDENT_CHAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _PEM = (r"-----BEGIN (?P<pem>[A-Z0-9 ]*)PRIVATE KEY(?P<blk>(?: BLOCK)?)-----"  # BLOCK: PGP's
         r"(?:[\s\S]*?-----END (?P=pem)PRIVATE KEY(?P=blk)-----|(?:[A-Za-z0-9+/=:\s]|\\[nr]){40,})")
+_STS_BARE = r"\b(?:IQoJb3JpZ2luX2Vj|FwoGZXIvYXdz|FQoGZXIvYXdz)[A-Za-z0-9/+=]{80,}"  # STS tokens' base64 heads
 _B64_40 = r"(?<![A-Za-z0-9/+=._-])(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=_-]|\.[A-Za-z0-9])"  # not in a JWT
 _CLI_VALUE = r"(?P<s>(?!-|\$|\*|\[REDACTED)[^\s\"'\\`<>|;&$()]{1,200})"
 _ARG_VALUE = r"(?![/.~])" + _CLI_VALUE  # after -p: not a path (mkdir -p /x on the same line)
@@ -95,7 +103,7 @@ BUILTIN = (
     ("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"),
     ("aws-session-token", r"(?i:aws_?session_?token|x-amz-security-token|sessiontoken)(?:\\?[\"'])?[ \t]*[:=][ \t]*"
                           r"(?:\\?[\"'])?(?P<s>[A-Za-z0-9/+=]{100,})"),
-    ("aws-session-token", r"\b(?:IQoJb3JpZ2luX2Vj|FwoGZXIvYXdz|FQoGZXIvYXdz)[A-Za-z0-9/+=]{80,}"),
+    ("aws-session-token", _STS_BARE),
     ("aws-secret-key", _B64_40),
     ("azure-storage-key", r"(?i:AccountKey|SharedAccessKey)=(?P<s>[A-Za-z0-9+/]{20,}={0,2})"),
     ("azure-sas", r"[?&]sig=(?P<s>(?!\[REDACTED)[A-Za-z0-9%+/]{20,}(?:=|%3D){0,2})"),
@@ -153,13 +161,13 @@ HINTS = {
     "npm-token": ("npm_",), "aws-access-key": ("AKIA", "ASIA", "ABIA", "ACCA"), "slack-webhook": ("hooks.slack.com/",),
     "slack-token": ("xox", "xapp-"), "google-api-key": ("AIza",), "jwt": ("eyJ",), _URL_PASSWORD: ("://",),
     "vault-token": ("hvs.", "hvb.", "hvr."), "mailgun-key": ("key-",), "azure-sas": ("sig=",),
-    _BASIC: ("asic",), "aws-session-token": ("IQoJb3JpZ2luX2Vj", "FwoGZXIvYXdz", "FQoGZXIvYXdz"),
+    _BASIC: ("asic",), _STS_BARE: ("IQoJb3JpZ2luX2Vj", "FwoGZXIvYXdz", "FQoGZXIvYXdz"),
     _SSHPASS: ("sshpass",), _FLAG: ("--",), _NETRC: ("machine",),
 }
 HINTS_LOWER = {
     "aws-secret-key": ("secret", "access"), "bearer": ("bearer ",),
     "assignment": ("pass", "secret", "token", "key", "credential", "salt", "pwd"),
-    BUILTIN[[k for k, _p in BUILTIN].index("aws-session-token")][1]: ("session", "security-token"),
+    "aws-session-token": ("session", "security-token"),
     "azure-storage-key": ("accountkey=", "sharedaccesskey="), _MYSQL: ("mysql",), _LOGIN: (" login",),
 }
 _NO_HINT = {_B64_40}  # bare keys: run on every text
