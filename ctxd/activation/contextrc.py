@@ -233,15 +233,20 @@ def _is_identifier(name):
         all(c.isalnum() or c == "_" for c in name)
 
 
+def parse(path, data):
+    """parse_bytes(), memoised by content. The planner hashes and parses the bytes of
+    one read: never the file again, which may have been swapped since."""
+    # "contextrc+files": [env] files changed what a parse holds; older cached parses are not reused
+    return cached_parse("contextrc+files", data, lambda d: parse_bytes(path, d))
+
+
 def load(path):
-    """(parsed, content sha256, raw bytes) for the .contextrc at *path*."""
+    """(parsed, content sha256, raw bytes) for the .contextrc at *path* (one read)."""
     from ctxd.activation.fileio import sha256_hex
 
     with open(path, "rb") as f:
         data = f.read()
-    # "contextrc+files": [env] files changed what a parse holds; older cached parses are not reused
-    parsed = cached_parse("contextrc+files", data, lambda d: parse_bytes(path, d))
-    return parsed, sha256_hex(data), data
+    return parse(path, data), sha256_hex(data), data
 
 
 def chain(root, environ=None):

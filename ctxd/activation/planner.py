@@ -23,6 +23,9 @@ ARG_STRLEN_MAX = 131072
 ENV_TOTAL_MAX = 1 << 20
 SIZE_MSG = ("ctxd: {src}: {name} is {size} bytes with its name; the kernel passes at most "
             f"{ARG_STRLEN_MAX} to a command (not set)")
+LINK_MSG = ("ctxd: {path} is a symlink to {target} and is not trusted here, so nothing in it applies "
+            "(trust is per directory, never borrowed from the file a link points at). Review it, then run: "
+            "ctxd allow {dir}")
 ROOT_MSG = ("ctxd: {root} is not trusted, so its detected environment ({what}) is not applied. "
             "Run: ctxd allow {root}  (or trust the whole tree: ctxd allow --tree DIR)")
 
@@ -49,7 +52,7 @@ def build(root, base, environ):
         plan.watch.append(path)
         try:
             with open(path, "rb") as f:
-                data = f.read()
+                data = f.read()  # the one read: trust is decided on these bytes, and they are what applies
         except OSError as e:
             plan.files.append((path, "unreadable", e.strerror))
             plan.warnings.append(f"ctxd: {path}: {e.strerror}")
@@ -57,13 +60,12 @@ def build(root, base, environ):
         from ctxd.activation.fileio import sha256_hex
 
         status = trust.file_status(path, sha256_hex(data), environ)
-        plan.watch.append(trust.allow_file(path, environ))
-        plan.watch.append(trust.deny_file(path, environ))
+        plan.watch.extend(trust.rc_files(path, environ))
         if status == trust.CHANGED:
             # The user edited a file they trusted: a mistake in it deserves its
             # location now, not only once they run `ctxd allow`.
             try:
-                contextrc.load(path)
+                contextrc.parse(path, data)
             except ConfigError as e:
                 plan.files.append((path, status, e.message))
                 error = e.message
@@ -71,13 +73,15 @@ def build(root, base, environ):
         if status != trust.ALLOWED:
             plan.files.append((path, status, None))
             d = os.path.dirname(path)
-            if status == trust.UNTRUSTED:
+            if status == trust.UNTRUSTED and os.path.islink(path):
+                plan.warnings.append(LINK_MSG.format(path=path, target=os.path.realpath(path), dir=_q(d)))
+            elif status == trust.UNTRUSTED:
                 plan.warnings.append(UNTRUSTED_MSG.format(path=path, dir=_q(d)))
             elif status == trust.CHANGED:
                 plan.warnings.append(CHANGED_MSG.format(path=path, dir=_q(d)))
             continue
         try:
-            parsed = contextrc.load(path)[0]
+            parsed = contextrc.parse(path, data)
         except ConfigError as e:
             plan.files.append((path, status, e.message))
             error = e.message

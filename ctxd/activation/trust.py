@@ -3,11 +3,18 @@
 Stored under the data directory as one small file per path (cheap to test on
 the hot path, atomic to change, visible to every terminal at its next prompt):
 
-    trust/allow/<sha256(real path)>   "file <sha256 of content>\\n<path>\\n" or "dir\\n<path>\\n"
-    trust/deny/<sha256(real path)>    "<path>\\n"   (survives edits of the file)
+    trust/allow/<sha256(name)>   "file <sha256 of content>\\n<name>\\n" or "dir\\n<name>\\n"
+    trust/deny/<sha256(name)>    "<name>\\n"   (survives edits of the file)
 
 A file is allowed only while its content hash matches the one allowed: any
 edit blocks it again until ``ctxd allow``. A deny wins over everything.
+
+The name a record is keyed by: a project directory's real path; a .contextrc's
+real directory joined with its own name, the last component never resolved.
+So a .contextrc that is a symlink is trusted where it is (the root that uses
+it, with the bytes read through it), never by the file it points at: a clone
+whose .contextrc links to a file you allowed elsewhere borrows nothing. For a
+regular file the name equals its real path, the key of older records.
 """
 
 import os
@@ -22,12 +29,31 @@ def _key(path):
     return sha256_hex(os.path.realpath(path))
 
 
+def rc_name(path):
+    """The name a .contextrc's trust is recorded under: the real path of the directory
+    holding it joined with its own name (a symlink there is not followed)."""
+    head, name = os.path.split(os.path.abspath(path))
+    return os.path.join(os.path.realpath(head), name)
+
+
+def _rc_key(path):
+    return sha256_hex(rc_name(path))
+
+
 def allow_file(path, environ=None):
+    """The allow record of the project directory *path*."""
     return os.path.join(paths.trust_dir(environ), "allow", _key(path))
 
 
 def deny_file(path, environ=None):
+    """The deny record of the project directory *path*."""
     return os.path.join(paths.trust_dir(environ), "deny", _key(path))
+
+
+def rc_files(path, environ=None):
+    """(allow record, deny record) of the .contextrc at *path* (see rc_name)."""
+    d, key = paths.trust_dir(environ), _rc_key(path)
+    return os.path.join(d, "allow", key), os.path.join(d, "deny", key)
 
 
 def _read(path):
@@ -39,9 +65,11 @@ def _read(path):
 
 
 def file_status(path, content_sha, environ=None):
-    if os.path.exists(deny_file(path, environ)):
+    """Trust of the .contextrc at *path* whose bytes hash to *content_sha*."""
+    allow_path, deny_path = rc_files(path, environ)
+    if os.path.exists(deny_path):
         return DENIED
-    record = _read(allow_file(path, environ))
+    record = _read(allow_path)
     if record is None:
         return UNTRUSTED
     first = record.split("\n", 1)[0]
@@ -87,22 +115,30 @@ def under_trusted_tree(root, trees):
     return False
 
 
+def _records(path, is_rc, environ):
+    """(name, allow record, deny record) of a .contextrc (*is_rc*) or a directory."""
+    if is_rc:
+        return (rc_name(path),) + rc_files(path, environ)
+    return os.path.realpath(path), allow_file(path, environ), deny_file(path, environ)
+
+
 def allow(path, content_sha=None, environ=None):
     """Trust a .contextrc (with its content hash) or, without one, a directory."""
-    real = os.path.realpath(path)
+    name, allow_path, deny_path = _records(path, bool(content_sha), environ)
     try:
-        os.unlink(deny_file(path, environ))
+        os.unlink(deny_path)
     except FileNotFoundError:
         pass
-    body = f"file {content_sha}\n{real}\n" if content_sha else f"dir\n{real}\n"
-    atomic_write(allow_file(path, environ), body)
+    body = f"file {content_sha}\n{name}\n" if content_sha else f"dir\n{name}\n"
+    atomic_write(allow_path, body)
 
 
 def deny(path, environ=None):
-    real = os.path.realpath(path)
-    atomic_write(deny_file(path, environ), f"{real}\n")
+    """Block a .contextrc or a directory (whichever *path* is) until allowed again."""
+    name, allow_path, deny_path = _records(path, not os.path.isdir(path), environ)
+    atomic_write(deny_path, f"{name}\n")
     try:
-        os.unlink(allow_file(path, environ))
+        os.unlink(allow_path)
     except FileNotFoundError:
         pass
 
@@ -142,7 +178,7 @@ def remove_tree(path, environ=None):
 
 
 def revoke(path, environ=None):
-    for f in (allow_file(path, environ), deny_file(path, environ)):
+    for f in _records(path, not os.path.isdir(path), environ)[1:]:
         try:
             os.unlink(f)
         except FileNotFoundError:
