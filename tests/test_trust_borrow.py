@@ -150,6 +150,34 @@ def test_show_does_not_say_allowed(tmp_path, isolated_paths):
     assert not info["trusted"] and info["hooks"]["on_enter"] == []
 
 
+# -- [env] files ---------------------------------------------------------------------------
+
+def test_env_file_linked_out_of_the_project_is_not_loaded(tmp_path, isolated_paths):
+    (tmp_path / "secrets").mkdir()
+    (tmp_path / "secrets/.env").write_text("SECRET=from-elsewhere\n")
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / ".contextrc").write_text('[env]\nfiles = [".env", "conf/local.env", "../shared.env"]\n')
+    (proj / ".env").symlink_to("../secrets/.env")
+    (proj / "conf").symlink_to("../secrets")  # a directory on the way counts too
+    (tmp_path / "secrets/local.env").write_text("ALSO=from-elsewhere\n")
+    (tmp_path / "shared.env").write_text("SHARED=written-out-in-the-reviewed-file\n")
+    (proj / "inside.env").write_text("INSIDE=1\n")
+    allow(proj / ".contextrc")
+    plan = build(proj, isolated_paths)
+    got = sets(plan)
+    assert "SECRET" not in got and "ALSO" not in got
+    assert got["SHARED"] == "written-out-in-the-reviewed-file"  # an entry that says so itself
+    assert f"ctxd: {proj}/.env is a symlink out of {proj} (to {tmp_path}/secrets/.env), so it is not loaded " \
+           f"(an [env] files entry never reads outside its project through a link)" in plan.warnings
+    assert any(w.startswith(f"ctxd: {proj}/conf/local.env is a symlink out of") for w in plan.warnings)
+    assert str(proj / ".env") in plan.watch  # watched: replacing the link with a file applies it
+    # a link that stays inside the project is an ordinary file
+    (proj / ".env").unlink()
+    (proj / ".env").symlink_to("inside.env")
+    assert sets(build(proj, isolated_paths))["INSIDE"] == "1"
+
+
 # -- one read: the bytes hashed are the bytes applied -----------------------------------------
 
 _AUDIT = {"on": None}
@@ -204,3 +232,49 @@ def test_contextrc_swapped_after_the_trusted_read_applies_nothing_of_it(tmp_path
         _AUDIT["on"] = None
     assert sets(plan)["A"] == "trusted"
     assert plan.on_enter == []
+
+
+# -- [context] store = "project" ---------------------------------------------------------------
+
+def _store_project(proj):
+    proj.mkdir(exist_ok=True)
+    (proj / ".contextrc").write_text('[context]\nstore = "project"\n')
+    allow(proj / ".contextrc")
+
+
+def test_project_store_linked_out_of_the_project_is_refused(tmp_path, isolated_paths):
+    proj = tmp_path / "proj"
+    _store_project(proj)
+    (tmp_path / "elsewhere").mkdir()
+    (proj / ".ctxd").symlink_to("../elsewhere")
+    plan = build(proj, isolated_paths)
+    fallback = paths.context_dir(str(proj))
+    assert sets(plan)["CTXD_CONTEXT_DIR"] == fallback
+    assert [w for w in plan.warnings if ".ctxd" in w] == [
+        f"ctxd: {proj}/.ctxd is a symlink out of the project (to {tmp_path}/elsewhere), so the conversation "
+        f"store is not kept there (it stays in {fallback}); remove it, and ctxd creates its own"]
+    # the real store, written by the real command, does not land in the link's target
+    r = subprocess.run(["ctxd", "chat", "add", "hello"], cwd=proj, env=dict(os.environ, PWD=str(proj)),
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert os.listdir(tmp_path / "elsewhere") == []
+    assert os.path.exists(os.path.join(fallback, "store.db"))
+    # a link that stays inside the project is the user's own layout
+    (proj / ".ctxd").unlink()
+    (proj / "state").mkdir()
+    (proj / ".ctxd").symlink_to("state")
+    assert sets(build(proj, isolated_paths))["CTXD_CONTEXT_DIR"] == str(proj / ".ctxd")
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="giving a directory to another user needs root")
+def test_project_store_owned_by_another_user_is_refused(tmp_path, isolated_paths):
+    proj = tmp_path / "proj"
+    _store_project(proj)
+    (proj / ".ctxd").mkdir()
+    os.chown(proj / ".ctxd", 54321, 54321)
+    plan = build(proj, isolated_paths)
+    assert sets(plan)["CTXD_CONTEXT_DIR"] == paths.context_dir(str(proj))
+    assert any(w.startswith(f"ctxd: {proj}/.ctxd belongs to another user (uid 54321), so the conversation store "
+                            f"is not kept there") for w in plan.warnings)
+    os.chown(proj / ".ctxd", os.getuid(), os.getgid())
+    assert sets(build(proj, isolated_paths))["CTXD_CONTEXT_DIR"] == str(proj / ".ctxd")

@@ -147,7 +147,7 @@ def build(root, base, environ):
     for path, parsed in reversed(layers):
         d = os.path.dirname(path)
         for entry in parsed.get("env_files", ()):
-            _env_file(plan, contextrc.resolve_dir(entry, d, home), running, env_final)
+            _env_file(plan, contextrc.resolve_dir(entry, d, home), d, running, env_final)
         for name, value in parsed["env"]:
             env_final[name] = (value, path, d)
         front[:0] = [(contextrc.resolve_dir(e, d, home), path) for e in parsed["path"]["prepend"]]
@@ -221,13 +221,19 @@ def _env_total(env, but):
     return sum(_env_bytes(k, v) + 8 for k, v in env.items() if k != but and v is not None)
 
 
-def _env_file(plan, path, running, env_final):
+def _env_file(plan, path, d, running, env_final):
     """Add a trusted .contextrc's .env file to the plan: its values (source: the file), its
     warnings, and the file itself to the watched paths (an edit, or the file appearing,
-    re-runs the hook like an edit of the .contextrc does). python-dotenv loads only here."""
+    re-runs the hook like an edit of the .contextrc does). python-dotenv loads only here.
+    A file in the .contextrc's directory *d* that a symlink takes out of it is not read."""
     from ctxd.activation import dotenv_files
 
     plan.watch.append(path)
+    real = _link_out(path, d)
+    if real:
+        plan.warnings.append(f"ctxd: {path} is a symlink out of {d} (to {real}), so it is not loaded "
+                             f"(an [env] files entry never reads outside its project through a link)")
+        return
     values, warnings, existed = dotenv_files.read(path, running)
     plan.warnings.extend(warnings)
     if not existed:
@@ -240,12 +246,49 @@ def _env_file(plan, path, running, env_final):
         running[name] = value
 
 
+def _inside(path, d):
+    return path == d or path.startswith(d.rstrip("/") + "/")
+
+
+def _link_out(path, d):
+    """The real path of *path* when it lies in *d* as written but a symlink takes it out, else None.
+    (An entry written outside *d*, like ~/secrets.env, is the reviewed .contextrc's own choice.)"""
+    if not _inside(path, d):
+        return None
+    real = os.path.realpath(path)
+    return None if _inside(real, os.path.realpath(d)) else real
+
+
+def _foreign_dir(path, root):
+    """Why the project-local context directory *path* must not be used, or None: a symlink
+    out of *root*, or a directory another user owns (a clone can commit the first; a shared
+    checkout can hold the second). One that does not exist yet is ctxd's to create."""
+    try:
+        if os.path.islink(path):
+            real = os.path.realpath(path)
+            if not _inside(real, os.path.realpath(root)):
+                return f"is a symlink out of the project (to {real})"
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        return f"cannot be checked ({e.strerror})"
+    if st.st_uid != os.getuid():
+        return f"belongs to another user (uid {st.st_uid})"
+    return None
+
+
 def _finish(plan, environ, error=False):
     root = plan.root
+    ctx_dir = paths.context_dir(root, environ)
     if plan.context.get("store") == "project":
-        ctx_dir = os.path.join(root, ".ctxd")
-    else:
-        ctx_dir = paths.context_dir(root, environ)
+        local = os.path.join(root, ".ctxd")
+        why = _foreign_dir(local, root)
+        if why:
+            plan.warnings.append(f"ctxd: {local} {why}, so the conversation store is not kept there "
+                                 f"(it stays in {ctx_dir}); remove it, and ctxd creates its own")
+        else:
+            ctx_dir = local
     types = ",".join(t for t, _ in plan.types)
     flags = []
     if error:
