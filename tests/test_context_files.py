@@ -208,7 +208,7 @@ def test_a_file_ending_inside_a_code_fence_is_refused(root, data_dir):
 
 
 def test_mode_and_symlink_are_kept(root, data_dir, tmp_path):
-    real = tmp_path / "shared" / "AGENTS.md"
+    real = root / "shared" / "AGENTS.md"  # a link out of the project is refused (test_trust_borrow.py)
     real.parent.mkdir()
     real.write_text("shared rules\n")
     os.chmod(real, 0o640)

@@ -278,3 +278,61 @@ def test_project_store_owned_by_another_user_is_refused(tmp_path, isolated_paths
                             f"is not kept there") for w in plan.warnings)
     os.chown(proj / ".ctxd", os.getuid(), os.getgid())
     assert sets(build(proj, isolated_paths))["CTXD_CONTEXT_DIR"] == str(proj / ".ctxd")
+
+
+# -- files ctxd chat install writes in the project ---------------------------------------------
+
+def _install(*args, cwd):
+    return subprocess.run(["ctxd", "chat", "install", *args], cwd=cwd, env=dict(os.environ, PWD=str(cwd)),
+                          capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("uninstall", [False, True])
+def test_chat_install_refuses_a_context_file_linked_out_of_the_project(tmp_path, uninstall):
+    proj = tmp_path / "proj"
+    (proj / ".git").mkdir(parents=True)
+    victim = tmp_path / "victim" / "CLAUDE.md"
+    victim.parent.mkdir()
+    victim.write_text("someone else's file\n<!-- ctxd:begin created sep=0 -->\n<!-- ctxd:end -->\n")
+    (proj / "CLAUDE.md").symlink_to(victim)
+    before = victim.read_bytes()
+    r = _install("claude-md", *(["--uninstall"] if uninstall else []), cwd=proj)
+    assert r.returncode == 5, (r.stdout, r.stderr)
+    assert r.stderr == (f"ctxd: {proj}/CLAUDE.md is a symlink out of the project (to {victim}); not writing "
+                        f"through it (remove the link, then run this again)\n")
+    assert victim.read_bytes() == before and (proj / "CLAUDE.md").is_symlink()
+    assert sorted(os.listdir(victim.parent)) == ["CLAUDE.md"]
+
+
+@pytest.mark.parametrize("args,link", [
+    ((), ".claude/settings.local.json"),
+    (("--shared",), ".claude/settings.json"),
+    ((), ".claude"),  # a directory link on the way
+    (("--uninstall",), ".claude/settings.local.json"),
+])
+def test_chat_install_refuses_settings_linked_out_of_the_project(tmp_path, isolated_paths, args, link):
+    proj = tmp_path / "proj"
+    (proj / ".git").mkdir(parents=True)
+    user = isolated_paths / ".claude"
+    user.mkdir(exist_ok=True)
+    (user / "settings.json").write_text('{"theme": "dark"}\n')
+    (user / "settings.local.json").write_text('{"hooks": {"Stop": [{"hooks": [{"type": "command", '
+                                              '"command": "ctxd chat hook claude"}]}]}}\n')
+    before = {p.name: p.read_bytes() for p in user.iterdir()}
+    (proj / ".claude").mkdir(exist_ok=True) if link != ".claude" else None
+    (proj / link).symlink_to(user / os.path.basename(link) if link != ".claude" else user)
+    r = _install("claude", *args, cwd=proj)
+    assert r.returncode == 5, (r.stdout, r.stderr)
+    assert len(r.stderr.splitlines()) == 1 and "is a symlink out of the project" in r.stderr
+    assert {p.name: p.read_bytes() for p in user.iterdir()} == before
+
+
+def test_chat_install_writes_through_a_link_inside_the_project(tmp_path):
+    proj = tmp_path / "proj"
+    (proj / ".git").mkdir(parents=True)
+    (proj / "docs").mkdir()
+    (proj / "docs/CLAUDE.md").write_text("# Ours\n")
+    (proj / "CLAUDE.md").symlink_to("docs/CLAUDE.md")
+    r = _install("claude-md", cwd=proj)
+    assert r.returncode == 0, r.stderr
+    assert "<!-- ctxd:begin" in (proj / "docs/CLAUDE.md").read_text() and (proj / "CLAUDE.md").is_symlink()

@@ -32,7 +32,8 @@ around the block (``created``: ctxd created the file; ``sep=N``: the line
 breaks it put before the block), so ``--uninstall`` takes out exactly that:
 the file as it was before, and a file ctxd created is deleted when nothing
 else is left in it (a file you emptied yourself, or wrote into, stays).
-Writes are atomic (``install.write_text``). A block with a missing end marker,
+Writes are atomic (``install.write_text``); a file a symlink takes out of the
+project is refused (``install.refuse_link_out``). A block with a missing end marker,
 or a file ending inside an unclosed code fence (an import there would not be
 read), is refused with nothing changed.
 """
@@ -42,7 +43,7 @@ import re
 import shlex
 
 from ctxd.errors import ConfigError
-from ctxd.integrations.install import read_text, write_text
+from ctxd.integrations.install import read_text, refuse_link_out, write_text
 
 FILES = {"agents-md": "AGENTS.md", "claude-md": "CLAUDE.md", "gemini-md": "GEMINI.md"}
 BEGIN = "<!-- ctxd:begin"
@@ -149,6 +150,7 @@ def install(kind, root, context_dir):
     from ctxd.memory.render import FILENAME
 
     path = path_for(kind, root)
+    refuse_link_out(path, root)
     context_md = os.path.join(context_dir, FILENAME)
     body, notes = pointer(kind, root, context_md)
     _raw, text = read_text(path)
@@ -193,6 +195,7 @@ def install(kind, root, context_dir):
 def uninstall(kind, root):
     """Take ctxd's block out again (and what ctxd added around it); return lines to show the user."""
     path = path_for(kind, root)
+    refuse_link_out(path, root)
     _raw, text = read_text(path)
     if text is None:
         return [f"ctxd: no ctxd block in {path} (no such file)"]

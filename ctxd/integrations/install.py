@@ -6,7 +6,8 @@ their command (it contains "ctxd" and "chat hook"), so installing twice is
 the same as installing once and uninstalling removes only them. A file that
 is not valid JSON (or TOML) is refused and left untouched. Writes are atomic
 and keep the file's mode; a symlinked settings file is written through the
-link.
+link, except in a project: a file there that a symlink (a clone can commit
+one) takes out of the project is refused (``refuse_link_out``).
 
 The JSON files are edited as text (``ctxd.integrations.jsonedit``): only ctxd's
 entries change, every other byte (indentation, key order, one-line arrays, line
@@ -261,6 +262,16 @@ def _remove_if_created(path, text, environ=None, empty="{}"):
     del data[key]
     _save_created(data, environ)
     return True
+
+
+def refuse_link_out(path, root):
+    """Refuse *path*, a file of the project at *root*, when a symlink on its way leads out of
+    the project: writing through it would change a file the repository chose, not the user."""
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(path)
+    if real != real_root and not real.startswith(real_root.rstrip(os.sep) + os.sep):
+        raise CtxdError(f"{path} is a symlink out of the project (to {real}); not writing through it "
+                        f"(remove the link, then run this again)", ExitCode.UNTRUSTED)
 
 
 def write_text(path, text):
@@ -720,6 +731,8 @@ def install(tool, scope, root=None, program=None, environ=None):
     scope = normal_scope(tool, scope)
     program = list(program or ctxd_program())
     path = settings_path(tool, scope, root, environ)
+    if scope != "user":
+        refuse_link_out(path, root)
     settings, text = _load(path, spec["comments"])  # refuses an invalid file before anything is written
     notify = None
     if tool == "codex" and scope == "user":
@@ -775,6 +788,8 @@ def uninstall(tool, scope, root=None, environ=None):
     spec = TOOLS[tool]
     scope = normal_scope(tool, scope)
     path = settings_path(tool, scope, root, environ)
+    if scope != "user":
+        refuse_link_out(path, root)
     out, later = [], []
     if tool == "codex" and scope == "user":
         # config.toml first: a ~/.codex ctxd made goes once both files are out of it
