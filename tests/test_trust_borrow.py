@@ -98,6 +98,8 @@ def test_allow_trusts_a_linked_contextrc_in_its_own_root_only(tmp_path, isolated
     other = project(tmp_path / "other", "../dotfiles/contextrc")
     r = subprocess.run(["ctxd", "allow", str(mine)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+    assert r.stdout == (f"ctxd: allowed {mine}/.contextrc (a symlink to {tmp_path}/dotfiles/contextrc; "
+                        f"trusted here only, with its content now)\n")
     plan = build(mine, isolated_paths)
     assert plan.trusted and sets(plan)["BORROW"] == "yes" and plan.on_enter == ["touch ./entered"]
     assert str(mine / "bin") in [e for e, _ in plan.prepend]

@@ -33,7 +33,11 @@ def allow(directory, tree):
     rc = os.path.join(d, contextrc.FILENAME)
     if os.path.isfile(rc):
         parsed = allow_rc(rc)
-        click.echo(f"ctxd: allowed {rc}")
+        if os.path.islink(rc):  # trust is per directory: the target elsewhere gains nothing
+            click.echo(f"ctxd: allowed {rc} (a symlink to {os.path.realpath(rc)}; trusted here only, "
+                       f"with its content now)")
+        else:
+            click.echo(f"ctxd: allowed {rc}")
         if parsed["unknown"]:
             click.echo(f"ctxd: warning: unknown keys ignored: {', '.join(parsed['unknown'])}", err=True)
     else:
