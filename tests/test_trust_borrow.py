@@ -338,3 +338,33 @@ def test_chat_install_writes_through_a_link_inside_the_project(tmp_path):
     r = _install("claude-md", cwd=proj)
     assert r.returncode == 0, r.stderr
     assert "<!-- ctxd:begin" in (proj / "docs/CLAUDE.md").read_text() and (proj / "CLAUDE.md").is_symlink()
+
+
+# -- [context] system_file ---------------------------------------------------------------------
+
+def _context(cwd):
+    return subprocess.run(["ctxd", "context", "--budget", "2000"], cwd=cwd, env=dict(os.environ, PWD=str(cwd)),
+                          capture_output=True, text=True)
+
+
+def test_system_file_linked_out_of_the_project_is_not_read(tmp_path):
+    proj = tmp_path / "proj"
+    (proj / ".git").mkdir(parents=True)
+    (proj / "docs").mkdir()
+    (proj / ".contextrc").write_text('[context]\nsystem_file = "docs/ai.md"\n')
+    allow(proj / ".contextrc")
+    secret = tmp_path / "elsewhere" / "notes.md"
+    secret.parent.mkdir()
+    secret.write_text("PRIVATE-NOTES-FROM-ELSEWHERE\n")
+    (proj / "docs" / "ai.md").symlink_to(secret)
+    subprocess.run(["ctxd", "chat", "add", "hello"], cwd=proj, env=dict(os.environ, PWD=str(proj)),
+                   check=True, capture_output=True)
+    r = _context(proj)
+    assert r.returncode == 5, (r.stdout, r.stderr)
+    assert "PRIVATE-NOTES" not in r.stdout + r.stderr
+    assert r.stderr == (f"ctxd: [context] system_file {proj}/docs/ai.md is a symlink out of the project "
+                        f"(to {secret}); not reading it\n")
+    (proj / "docs" / "ai.md").unlink()
+    (proj / "docs" / "ai.md").write_text("Project rules: use tabs.\n")
+    r = _context(proj)
+    assert r.returncode == 0 and "Project rules: use tabs." in r.stdout, (r.stdout, r.stderr)

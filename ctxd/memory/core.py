@@ -340,6 +340,12 @@ class ProjectMemory:
         text = s.get("system")
         if s.get("system_file"):
             path = os.path.join(self.root, s["system_file"])
+            real, root = os.path.realpath(path), os.path.realpath(self.root)
+            if real != root and not real.startswith(root.rstrip("/") + "/") and _inside(path, self.root):
+                # the reviewed .contextrc names a project file; a committed link must not feed the
+                # agent a file from elsewhere (~/.ssh/..., another project's notes)
+                raise CtxdError(f"[context] system_file {path} is a symlink out of the project (to {real}); "
+                                "not reading it", ExitCode.UNTRUSTED)
             try:
                 with open(path, encoding="utf-8") as f:
                     text = f.read()
@@ -606,3 +612,10 @@ class ProjectMemory:
         store = self.store()
         rec = knowledge.set_prerequisites(store, concept, prerequisites)
         return rec, knowledge.weak_prerequisites(store, concept)
+
+
+def _inside(path, d):
+    """Whether *path* as written lies in *d* (an entry written outside, like ~/notes.md, is the
+    reviewed .contextrc's own choice)."""
+    path, d = os.path.normpath(path), os.path.normpath(d)
+    return path == d or path.startswith(d.rstrip("/") + "/")
