@@ -167,9 +167,9 @@ def export_record(m):
     """One exported jsonl line: OpenAI-style role/content plus the typed fields ctxd keeps."""
     obj = {"role": m.role, "content": m.content, "kind": m.kind, "session": m.session, "source": m.source,
            "time": m.to_json()["time"], "ts": m.ts, "importance": m.importance}
-    for k in ("tool", "call_id", "subtype", "data", "dedup"):
+    for k in ("tool", "call_id", "subtype", "data", "dedup", "provenance"):
         v = getattr(m, k)
-        if v is not None:
+        if v:
             obj[k] = v
     if m.output_path:
         obj["output_path"] = m.output_path

@@ -26,8 +26,8 @@ def teach(topic, user_input, from_, focus):
     """Print a tutor prompt built from a handoff archive (the newest, or the newest about TOPIC).
 
     INPUT is the learner's new message, appended to the prompt; - reads it from
-    standard input (`ctxd teach - ` alone also does). The prompt is recorded in the
-    project's conversation as a system message (source "teach").
+    standard input (`ctxd teach - ` alone also does). The prompt is printed, not
+    recorded: nothing is added to the project's conversation.
     """
     from ctxd.memory.core import ProjectMemory
 

@@ -268,6 +268,8 @@ def _jsonl_message(obj, n, key, session, default_ts=None, importance=None):
                       for k in ("tool", "call_id", "subtype")})
         if isinstance(obj.get("data"), dict):
             rec["data"] = obj["data"]
+        if obj.get("provenance") in _items.PROVENANCES:
+            rec["provenance"] = obj["provenance"]
         if role is not None:
             rec["role"] = role
         return [rec] if text.strip() or kind in ("tool_result", "tool_call") else []
@@ -417,7 +419,7 @@ def _claude_prompt_counts(f, ctx):
     tool names and times are read off the raw line.
     """
     user = re.compile(rb'"type"\s*:\s*"user"')
-    sidechains = os.path.basename(ctx.path).startswith("agent-")
+    sidechains = _claude_sidechain_file(ctx.path)
     counts, names, times = {}, {}, {}
     scan = Ctx(ctx.path)
     for n, raw in _lines(f, scan, start=0, line_no=1, end=ctx.start):
@@ -457,12 +459,45 @@ def parse_claude(f, ctx):
     ``{"type": "summary"}`` lines are session titles, ``isCompactSummary``
     lines compaction summaries. Lines of sub-agents (``isSidechain``) are left
     out: the Task tool's result in the main conversation carries what they
-    found. A sub-agent's own transcript (``agent-*.jsonl``, every line a
-    sidechain) is imported whole.
+    found. A sub-agent's own transcript (``agent-*.jsonl`` or ``subagents/*.jsonl``,
+    every line a sidechain) is imported with provenance ``subagent``: the prompt the main
+    agent wrote for it is meta (``subagent_prompt``), never the user's.
+    A prompt's data keeps the session's working directory and git branch then (``cwd``,
+    ``gitBranch``).
     """
     # how often each prompt occurred; tool_use id -> tool name, for the results; uuid -> time
     counts, names, times = _claude_prompt_counts(f, ctx) if ctx.start > 0 else ({}, {}, {})
-    sidechains = os.path.basename(ctx.path).startswith("agent-")
+    sidechains = _claude_sidechain_file(ctx.path)
+    for rec in _parse_claude(f, ctx, counts, names, times, sidechains):
+        if sidechains and isinstance(rec, dict):
+            _as_subagent(rec)
+        yield rec
+
+
+def _claude_sidechain_file(path):
+    """A sub-agent's own transcript: agent-*.jsonl (in subagents/ since Claude Code 2.1)."""
+    base = os.path.basename(path)
+    return base.startswith("agent-") or os.path.basename(os.path.dirname(path)) == "subagents"
+
+
+def _as_subagent(rec):
+    """Mark a record as a sub-agent's: its "prompts" were written by the main agent."""
+    rec["provenance"] = "subagent"
+    if rec.get("kind") == "prompt":
+        rec.update(kind="meta", role=_items.ROLE_OF["meta"], subtype="subagent_prompt")
+    return rec
+
+
+def with_env(rec, cwd, branch):
+    """*rec* with the session's working directory and git branch in its data, when it is a prompt:
+    where the session stood when the user typed it (the handoff's environment)."""
+    if isinstance(rec, dict) and rec.get("kind") == "prompt" and isinstance(cwd, str) and cwd:
+        rec["data"] = dict(rec.get("data") or {}, cwd=cwd, git_branch=branch if isinstance(branch, str) and branch
+                           else None)
+    return rec
+
+
+def _parse_claude(f, ctx, counts, names, times, sidechains):
     for n, obj in _json_lines(f, ctx):
         if isinstance(obj, Malformed):
             yield obj
@@ -506,7 +541,7 @@ def parse_claude(f, ctx):
             text = _claude_prompt(content)
             if text is not None:
                 if text.strip():
-                    yield _claude_user_line(text, sid, ts, counts)
+                    yield with_env(_claude_user_line(text, sid, ts, counts), obj.get("cwd"), obj.get("gitBranch"))
                 continue
             for i, b in enumerate(content):
                 if not isinstance(b, dict):
@@ -743,13 +778,37 @@ def parse_codex(f, ctx):
     prompt of the turn (``codex:<session>:<turn>:user:<i>``) and the turn's last
     record when it is an assistant message (``codex:<session>:<turn>:assistant``):
     the keys the Codex hooks and ``notify`` use for the same messages.
+
+    A rollout whose ``session_meta.source`` names a sub-agent (``{"subagent": ...}``) is a
+    sub-agent's: its records get provenance ``subagent`` and its user items are no prompts.
+    Prompts' data keep ``session_meta``'s ``cwd`` and ``git.branch``.
     """
+    info = {"subagent": False, "cwd": None, "branch": None}
+    for rec in _parse_codex(f, ctx, info):
+        if info["subagent"] and isinstance(rec, dict):
+            _as_subagent(rec)
+        yield with_env(rec, info["cwd"], info["branch"])
+
+
+def _codex_is_subagent(payload):
+    src = payload.get("source") if isinstance(payload, dict) else None
+    return isinstance(src, dict) and "subagent" in src
+
+
+def _codex_env(payload, info):
+    info["subagent"] = _codex_is_subagent(payload)
+    git = payload.get("git") if isinstance(payload.get("git"), dict) else {}
+    info["cwd"], info["branch"] = payload.get("cwd"), git.get("branch")
+
+
+def _parse_codex(f, ctx, info):
     sid = None
     state = _CodexTurns()
     if ctx.start > 0:
         first = _first_json(f)
         if first and first.get("type") == "session_meta" and isinstance(first.get("payload"), dict):
             sid = first["payload"].get("id")
+            _codex_env(first["payload"], info)
         elif first and isinstance(first.get("id"), str) and "payload" not in first:
             sid = first["id"]
         state = _codex_turn_at(f, ctx)
@@ -829,8 +888,10 @@ def parse_codex(f, ctx):
         if kind == "session_meta":
             if not isinstance(payload, dict):
                 yield Malformed(n, "session_meta without a payload")
-            elif isinstance(payload.get("id"), str) and payload["id"]:
-                sid = payload["id"]
+            else:
+                if isinstance(payload.get("id"), str) and payload["id"]:
+                    sid = payload["id"]
+                _codex_env(payload, info)
             continue
         if _is_turn_marker(obj):
             yield from decide(kind == "event_msg" and payload.get("type") == "task_started")

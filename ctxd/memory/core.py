@@ -555,8 +555,10 @@ class ProjectMemory:
         """The teach prompt for *archive* (id *hid*), with what the project's knowledge says of
         its concepts (the archive's key points are applied first, once per archive).
 
-        Recorded as a system message from ``teach`` (so the next handoff reads its markers)
-        unless *record* is false; a store is then never created just to read it.
+        Nothing is added to the conversation: the prompt is printed, not said (pasted or piped
+        back into an AI CLI it is stored as ctxd's own text, ``origin`` "ctxd", and the next
+        handoff still reads its markers). *record* false: a store is never created just to
+        read the knowledge.
         """
         from ctxd.handoff import knowledge, teach
 
@@ -569,10 +571,6 @@ class ProjectMemory:
             know = knowledge.snapshot(store, names + ([focus] if focus else []))
         prompt = teach.build_prompt(archive, topic=topic or None, focus=focus or None, user_input=user_input,
                                     knowledge=know, language=self.language())
-        if record:
-            self.store().add("system", prompt, session=session or archive.get("session_id") or "cli",
-                             source="teach", importance=0.4)
-            self.write_context_file()
         return prompt
 
     def find_archive(self, ref=None, topic=None, hint=""):

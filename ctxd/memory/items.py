@@ -13,6 +13,13 @@ kinds, each with the fields it carries:
   ``"compaction"`` / ``"title"`` / None);
 - ``meta``: text a CLI injected on a user line (``subtype``: see META_SUBTYPES).
 
+Every item also has an ``provenance``, who wrote it (PROVENANCES): ``human`` (a prompt a person
+typed), ``agent`` (the main agent's replies, calls, results, summaries), ``subagent`` (a
+sub-agent's lines and the prompt the main agent wrote for it), ``injected`` (text the CLI
+or a hook put on a user line) or ``ctxd`` (ctxd's own text coming back: teach and handoff
+prompts, SessionStart context, recall injections). Only ``human`` prompts are the user's;
+``ctxd`` items are never conversation (:func:`settle` turns a generated "prompt" into meta).
+
 It also re-reads rows the importers of earlier versions flattened into text
 (:func:`reparse_legacy`), for the store migration.
 
@@ -28,7 +35,9 @@ ROLE_OF = {"prompt": "user", "reply": "assistant", "tool_call": "assistant", "to
            "summary": "system", "meta": "system"}
 _KIND_OF_ROLE = {"user": "prompt", "assistant": "reply", "tool": "tool_result", "system": "meta"}
 META_SUBTYPES = ("interrupt", "task_notification", "slash_command", "local_command", "environment",
-                 "instructions", "injected_context", "compaction_prompt", "title", "error", "system")
+                 "instructions", "injected_context", "compaction_prompt", "title", "error", "system",
+                 "subagent_prompt", "ctxd")
+PROVENANCES = ("human", "agent", "subagent", "injected", "ctxd")
 SUMMARY_SUBTYPES = ("compaction", "title")
 
 # Tools that change files (their paths are the files a session touched by editing).
@@ -281,9 +290,59 @@ def classify_user_text(text, source=None):
             return "summary", "compaction"
     if _CTXD_CONTEXT in text:
         return "meta", "injected_context"
+    if generated_by_ctxd(s):
+        return "meta", "ctxd"
     if _COMPACTION_PROMPT.search(s[:2000]):
         return "meta", "compaction_prompt"
     return "prompt", None
+
+
+# What ctxd itself prints for an AI tool, by its first line: the teach prompt, a handoff as
+# markdown or JSON, the SessionStart / context.md text, a per-prompt recall, its AGENTS.md block.
+_GENERATED = None
+
+
+def generated_by_ctxd(text):
+    """Whether *text* is (starts with) something ctxd generated: pasted or piped back into an AI
+    CLI it is ctxd's, not the user's words."""
+    global _GENERATED
+    if not isinstance(text, str):
+        return False
+    if _GENERATED is None:
+        _GENERATED = re.compile(
+            r"\A\s*(?:# (?:Teaching session: |教学会话：)"
+            r"|# Handoff: [^\n]*\n\n[^\n]*session `"
+            r"|# Conversation context:"
+            r"|Relevant earlier turns of this project \(ctxd recall"
+            r"|<!-- ctxd:begin"
+            r'|\{\s*"schema_version"\s*:\s*"\d[^"]*"\s*,[\s\S]{0,400}"session_id")')
+    return bool(_GENERATED.match(text[:1000])) or _CTXD_CONTEXT in text[:20000]
+
+
+def provenance_of(kind, subtype=None, content=None):
+    """Who wrote an item of this kind: ``human`` for a prompt, ``ctxd`` for ctxd's own text,
+    ``subagent`` for a sub-agent's prompt, ``injected`` for other meta, else ``agent``."""
+    if kind == "prompt":
+        return "ctxd" if generated_by_ctxd(content) else "human"
+    if kind == "meta":
+        if subtype == "ctxd" or generated_by_ctxd(content):
+            return "ctxd"
+        return "subagent" if subtype == "subagent_prompt" else "injected"
+    return "agent"
+
+
+def settle(rec):
+    """(kind, subtype, provenance) a record is stored with: its own provenance if it has a known one,
+    else provenance_of(); a "prompt" ctxd generated or a sub-agent was given is meta, never a turn."""
+    kind, subtype, content = rec.get("kind"), rec.get("subtype"), rec.get("content")
+    provenance = rec.get("provenance") if rec.get("provenance") in PROVENANCES else provenance_of(kind, subtype, content)
+    if kind == "prompt" and generated_by_ctxd(content):
+        return "meta", "ctxd", "ctxd"
+    if kind == "prompt" and provenance == "subagent":
+        return "meta", "subagent_prompt", "subagent"
+    if kind == "prompt" and provenance != "human":
+        return "meta", subtype or "injected_context", provenance
+    return kind, subtype, provenance
 
 
 _HOOK_CONTEXT = re.compile(r"\A\s*<hook_context>.*?</hook_context>[ \t]*\n?", re.S)
@@ -303,11 +362,11 @@ def strip_injected(text):
 # -- records ------------------------------------------------------------------------
 
 def record(kind, content, *, session, source, dedup, ts=None, importance=None, tool=None, call_id=None,
-           subtype=None, data=None):
+           subtype=None, data=None, provenance=None):
     """A dict for Store.add_many (role included, so readers of the role alone keep working)."""
     return {"kind": kind, "role": ROLE_OF[kind], "content": content, "session": session, "source": source,
             "ts": ts, "dedup": dedup, "importance": importance, "tool": tool, "call_id": call_id,
-            "subtype": subtype, "data": data}
+            "subtype": subtype, "data": data, "provenance": provenance}  # None: settle() decides when stored
 
 
 def call_record(name, args, *, call_id=None, **common):

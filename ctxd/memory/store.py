@@ -237,10 +237,17 @@ MIGRATIONS = [
         PRIMARY KEY (key, origin)
     ) WITHOUT ROWID;
     """,
+    # 9: provenance (ctxd.memory.items.PROVENANCES): who wrote each item, human | agent | subagent |
+    #    injected | ctxd. Rows written before get theirs from their kind and text (_backfill_provenance):
+    #    a stored "prompt" or system message that is ctxd's own text (a teach prompt) becomes meta.
+    """
+    ALTER TABLE messages ADD COLUMN provenance TEXT NOT NULL DEFAULT '';
+    """,
+    "_backfill_provenance",
 ]
-SCHEMA_VERSION = 8  # PRAGMA user_version after the last migration (some steps share a version)
+SCHEMA_VERSION = 9  # PRAGMA user_version after the last migration (some steps share a version)
 # the user_version each step of MIGRATIONS brings the store to
-_STEP_VERSION = [1, 2, 3, 4, 5, 5, 5, 6, 7, 8]
+_STEP_VERSION = [1, 2, 3, 4, 5, 5, 5, 6, 7, 8, 9, 9]
 
 
 class StoreError(CtxdError):
@@ -267,7 +274,7 @@ class Message:
 
     __slots__ = ("id", "session", "role", "content", "ts", "importance", "source", "tokens",
                  "output_path", "output_chars", "kind", "tool", "call_id", "subtype", "data", "author",
-                 "machine", "legacy", "dedup")
+                 "machine", "provenance", "legacy", "dedup")
     _COLUMNS = __slots__[:-2]
 
     def __init__(self, row):
@@ -450,10 +457,15 @@ class Store(FactsTables, TasksTables, ConceptsTables, SessionTables, SyncTables)
             data = m.get("data")
             if data is not None and redact and self.redactor is not None:
                 data = _loads(self.redactor(_dumps(data))[0])  # secrets in arguments too
+            subtype = m.get("subtype")
+            settled = items.settle(dict(m, kind=kind, subtype=subtype))  # provenance; ctxd's text is no turn
+            if settled[0] != kind:
+                kind, role = settled[0], items.ROLE_OF[settled[0]]
+            subtype, provenance = settled[1], settled[2]
             rows.append((m.get("session") or "", role, content, float(m.get("ts") or time.time()), imp,
                          m.get("source") or "cli", tokens.estimate(content), out_path, out_chars,
-                         m.get("dedup"), kind, m.get("tool"), m.get("call_id"), m.get("subtype"),
-                         _dumps(data), 1 if m.get("legacy") else 0))
+                         m.get("dedup"), kind, m.get("tool"), m.get("call_id"), subtype,
+                         _dumps(data), 1 if m.get("legacy") else 0, provenance))
         added = []
         if not rows:
             return added
@@ -461,8 +473,8 @@ class Store(FactsTables, TasksTables, ConceptsTables, SessionTables, SyncTables)
             for r in rows:
                 cur = self.db.execute(
                     "INSERT INTO messages(session, role, content, ts, importance, source, tokens, output_path,"
-                    " output_chars, dedup, kind, tool, call_id, subtype, data, legacy)"
-                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(dedup) DO NOTHING", r)
+                    " output_chars, dedup, kind, tool, call_id, subtype, data, legacy, provenance)"
+                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(dedup) DO NOTHING", r)
                 if cur.rowcount:
                     added.append(cur.lastrowid)
         return added
@@ -740,6 +752,30 @@ def _backfill_kinds(db, batch=2000):
         last = rows[-1]["id"]
 
 
+def _backfill_provenance(db, batch=2000):
+    """Migration 9: give every row without a provenance the one its kind and text imply
+    (items.settle); ctxd's own text stored as a prompt or system message becomes meta."""
+    from ctxd.memory import items
+
+    last = 0
+    while True:
+        rows = db.execute("SELECT id, kind, subtype, content, source FROM messages WHERE id > ? AND provenance = '' "
+                          "ORDER BY id LIMIT ?", (last, batch)).fetchall()
+        if not rows:
+            return
+        for r in rows:
+            kind, subtype = r["kind"], r["subtype"]
+            if r["source"] == "teach" or (kind == "meta" and not subtype and items.generated_by_ctxd(r["content"])):
+                kind, subtype, provenance = "meta", "ctxd", "ctxd"
+            else:
+                kind, subtype, provenance = items.settle({"kind": kind, "subtype": subtype, "content": r["content"]})
+            db.execute("UPDATE messages SET kind = ?, subtype = ?, provenance = ? WHERE id = ?",
+                       (kind, subtype, provenance, r["id"]))
+            if kind != r["kind"]:
+                db.execute("UPDATE messages SET role = ? WHERE id = ?", (items.ROLE_OF[kind], r["id"]))
+        last = rows[-1]["id"]
+
+
 def recover(context_dir):
     """Move a damaged store aside and salvage every readable message into a new one.
 
@@ -803,5 +839,6 @@ def recover(context_dir):
             except (sqlite3.DatabaseError, TypeError, ValueError):
                 lost += 1
         _backfill_kinds(new.db)  # rows salvaged from an older schema get their kinds
+        _backfill_provenance(new.db)
     new.close()
     return len(salvaged), lost, backup

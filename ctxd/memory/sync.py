@@ -582,7 +582,8 @@ class Sync:
         marks["tomb_hwm"] = None
         for rows in st.unsent_rows():
             for r in rows:
-                yield self._msg_item(r, outputs)
+                if r["provenance"] != "ctxd":  # ctxd's own text (a teach prompt pasted back) is nobody's turn
+                    yield self._msg_item(r, outputs)
                 ids.append(r["id"])
         for f in st.kept_facts(ids, self.fact_priority):
             if f["tag"] in FACT_KINDS:
@@ -629,6 +630,8 @@ class Sync:
         for k in ("tool", "call_id", "subtype"):
             if r[k] is not None:
                 item[k] = r[k]
+        if r["provenance"]:
+            item["provenance"] = r["provenance"]
         if r["data"]:
             try:
                 item["data"] = json.loads(self._redact(r["data"]))
@@ -763,7 +766,8 @@ class Sync:
                          else None, content=it["content"], session=it.get("session") or "",
                          source=it.get("source") or "sync", ts=it["ts"], importance=it.get("importance"),
                          dedup=it["key"], tool=_str(it.get("tool")), call_id=_str(it.get("call_id")),
-                         subtype=_str(it.get("subtype")), data=it.get("data"), legacy=bool(it.get("legacy")))
+                         subtype=_str(it.get("subtype")), data=it.get("data"), legacy=bool(it.get("legacy")),
+                         provenance=_str(it.get("provenance")))
                     for it in msgs if it["key"] not in dead and it["content"].strip()]
             with st.transaction():
                 added = st.add_many(rows, redact=True)

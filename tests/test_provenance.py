@@ -1,0 +1,243 @@
+"""Provenance: only what a human typed is the user's (issue 23).
+
+Sub-agent prompts, text a CLI injected and ctxd's own generated text (teach and handoff
+prompts, SessionStart context, recall) are never turns, never facts and never sync as turns.
+Real transcripts from ../shared/data/real-transcripts; the real CLI and store.
+"""
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+from ctxd.handoff import archive as arch
+from ctxd.integrations import importers as im
+from ctxd.memory import items
+from ctxd.memory.store import SCHEMA_VERSION, Store
+
+REAL = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                    "shared", "data", "real-transcripts")
+if not os.path.isdir(REAL):
+    REAL = "/work/shared/data/real-transcripts"
+SUBAGENT = os.path.join(REAL, "claude", "subagent.jsonl")
+TASK_PROMPT = "Draft bead content for setting up Credo, Dialyxir, and mix_audit"
+
+
+def _lines(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(l) for l in f if l.strip()]
+
+
+def _subagent_transcript(tmp_path):
+    """The sub-agent's own transcript, as Claude Code 2.1 writes it to <session>/subagents/agent-<id>.jsonl:
+    the lines the real main transcript carries in its agent_progress records, every one a sidechain."""
+    out = []
+    for d in _lines(SUBAGENT):
+        data = d.get("data") if d.get("type") == "progress" else None
+        if isinstance(data, dict) and data.get("type") == "agent_progress" and isinstance(data.get("message"), dict):
+            m = dict(data["message"], isSidechain=True, sessionId=d["sessionId"], cwd=d["cwd"],
+                     gitBranch=d.get("gitBranch"), agentId=data.get("agentId"))
+            out.append(m)
+    assert any(TASK_PROMPT in json.dumps(m) for m in out)
+    path = tmp_path / d["sessionId"] / "subagents" / f"agent-{out[0]['agentId']}.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(m) + "\n" for m in out), encoding="utf-8")
+    return str(path)
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = Store(str(tmp_path / "ctx"))
+    yield s
+    s.close()
+
+
+def _rows(store):
+    return [dict(r) for r in store.db.execute("SELECT * FROM messages ORDER BY id")]
+
+
+# -- sub-agents ------------------------------------------------------------------------
+
+def test_subagent_transcript_prompt_is_not_the_users(store, tmp_path):
+    im.import_file(store, _subagent_transcript(tmp_path))
+    rows = _rows(store)
+    assert rows and not [r for r in rows if r["kind"] == "prompt"]
+    (task,) = [r for r in rows if TASK_PROMPT in r["content"]]
+    assert (task["kind"], task["subtype"], task["provenance"], task["role"]) == ("meta", "subagent_prompt", "subagent",
+                                                                             "system")
+    assert {r["provenance"] for r in rows} == {"subagent"}
+
+
+def test_main_transcript_prompts_are_human_and_task_inputs_are_not_turns(store):
+    im.import_file(store, SUBAGENT)
+    rows = _rows(store)
+    prompts = [r for r in rows if r["kind"] == "prompt"]
+    assert prompts and all(r["provenance"] == "human" for r in prompts)
+    assert not [r for r in rows if TASK_PROMPT in r["content"] and r["kind"] != "tool_call"]
+    assert {r["provenance"] for r in rows if r["kind"] in ("reply", "tool_call", "tool_result")} == {"agent"}
+    assert all(r["provenance"] == "injected" for r in rows if r["kind"] == "meta")
+    # where the session stood: the transcript's cwd and branch, on each prompt
+    assert {(r["data"] and json.loads(r["data"]).get("cwd")) for r in prompts} == {"/home/marco/projects/spotter"}
+    assert {json.loads(r["data"]).get("git_branch") for r in prompts} == {"master"}
+
+
+@pytest.mark.parametrize("rel", sorted(
+    os.path.relpath(os.path.join(d, f), REAL) for d, _s, fs in os.walk(REAL) for f in fs
+    if f.endswith((".jsonl", ".json", ".md", ".db")) and "/hooks/" not in os.path.join(d, f) + "/"
+    and os.path.basename(d) != "hooks"))
+def test_every_real_transcript_has_an_origin_per_item(store, rel):
+    path = os.path.join(REAL, rel)
+    if rel.startswith("hooks") or rel == "README.md":
+        pytest.skip("not a transcript")
+    im.import_file(store, path)
+    for r in _rows(store):
+        assert r["provenance"] in items.PROVENANCES, r
+        assert (r["kind"] == "prompt") == (r["provenance"] == "human"), r
+        assert not (r["kind"] == "prompt" and items.generated_by_ctxd(r["content"])), r
+
+
+def test_codex_subagent_rollout(store, tmp_path):
+    objs = _lines(os.path.join(REAL, "codex", "derived-markers-rollout-2025-12-28T12-18-30-019b64e5-57fa-7463-b644-"
+                                      "fba7e456f905.jsonl"))
+    meta = next(o for o in objs if o.get("type") == "session_meta")
+    path = tmp_path / "rollout-sub.jsonl"
+    meta["payload"]["source"] = {"subagent": "review"}
+    path.write_text("".join(json.dumps(o) + "\n" for o in objs), encoding="utf-8")
+    im.import_file(store, str(path), "codex")
+    rows = _rows(store)
+    assert rows and not [r for r in rows if r["kind"] == "prompt"]
+    assert {r["provenance"] for r in rows} == {"subagent"}
+
+
+# -- ctxd's own text ---------------------------------------------------------------------
+
+def _teach_prompt():
+    from ctxd.handoff import teach
+
+    a = arch.empty("rust", "2026-11-01T12:00:00Z", "en")
+    a["topic"] = {"title": "Rust ownership", "current_subtopic": "Borrowing", "stage": "learning"}
+    a["questions"] = [{"question": "Why can't I have two &mut to the same Vec?", "status": "open",
+                       "created_at": "2026-11-01T12:00:00Z"}]
+    return teach.build_prompt(arch.validate(a))
+
+
+@pytest.mark.parametrize("text", [
+    _teach_prompt(),
+    "# 教学会话：TCP 协议学习\n\n你是学习者的导师。",
+    "# Handoff: Fix the login test\n\n`cli_v1` · session `cli` · created 2026-11-01T12:00:00Z · schema 2.0\n",
+    "Relevant earlier turns of this project (ctxd recall for this prompt):\n[user] the deploy window is 14:00",
+    '{\n "schema_version": "2.0",\n "id": "cli_v1",\n "version": 1,\n "session_id": "cli"\n}',
+])
+def test_generated_text_is_never_a_prompt(store, text):
+    assert items.generated_by_ctxd(text)
+    rec = items.user_record(text, session="s", source="claude", dedup="k")
+    assert rec["kind"] == "meta"
+    store.add_many([dict(kind="prompt", content=text, session="s", source="codex", dedup="k2")])  # a hook saying prompt
+    assert [(r["kind"], r["provenance"]) for r in _rows(store)] == [("meta", "ctxd")]
+
+
+@pytest.mark.parametrize("text", ["# Handoff notes for the team", "Teaching session: what did we cover?",
+                                  "schema_version 2.0 is what the handoff says", "Relevant earlier turns please"])
+def test_typed_text_that_looks_alike_stays_a_prompt(text):
+    assert not items.generated_by_ctxd(text)
+    assert items.user_record(text, session="s", source="claude", dedup="k")["kind"] == "prompt"
+
+
+def ctxd(*args, cwd, input=None, env=None):
+    return subprocess.run([sys.executable, "-m", "ctxd", *args], cwd=cwd, input=input,
+                          env=dict(env or os.environ, PWD=str(cwd)), capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def project(tmp_path):
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "pyproject.toml").touch()
+    from ctxd.memory.project import locate
+
+    return root, locate(str(root), dict(os.environ, PWD=str(root))).context_dir
+
+
+def test_teach_and_handoff_preview_record_nothing_a_coding_context_renders(project):
+    root, ctx = project
+    assert ctxd("chat", "add", "--role", "user", "Please fix the flaky login test in tests/test_auth.py",
+                cwd=root).returncode == 0
+    assert ctxd("chat", "add", "--role", "assistant", "Fixed: the retry now waits for the token.",
+                cwd=root).returncode == 0
+    before = ctxd("chat", "log", "--json", cwd=root).stdout
+    h = ctxd("handoff", "--format", "markdown", cwd=root)
+    assert h.returncode == 0, h.stderr
+    t = ctxd("teach", cwd=root)
+    assert t.returncode == 0 and "You are the learner's tutor" in t.stdout
+    assert ctxd("chat", "log", "--json", cwd=root).stdout == before  # nothing recorded
+    context = ctxd("context", "--budget", "4000", cwd=root).stdout
+    assert "tutor" not in context and "Teaching session" not in context and "# Handoff" not in context
+    assert "flaky login test" in context
+
+
+def _hook(tool, payload, cwd):
+    return subprocess.run([sys.executable, "-m", "ctxd", "chat", "hook", tool], cwd=cwd, input=json.dumps(payload),
+                          env=dict(os.environ, PWD=str(cwd)), capture_output=True, text=True, timeout=120)
+
+
+def test_teach_prompt_pasted_into_claude_is_ctxds_not_the_users(project):
+    root, ctx = project
+    arch.save(ctx, arch.validate(dict(arch.empty("rust", "2026-11-01T12:00:00Z", "en"),
+                                      topic={"title": "Rust ownership", "current_subtopic": "", "stage": "learning"})))
+    prompt = ctxd("teach", cwd=root).stdout
+    base = {"session_id": "s1", "transcript_path": "", "cwd": str(root), "permission_mode": "default"}
+    p = _hook("claude", dict(base, hook_event_name="UserPromptSubmit", prompt=prompt), root)
+    assert p.returncode == 0, p.stderr
+    p = _hook("claude", dict(base, hook_event_name="UserPromptSubmit", prompt="What is a borrow checker?"), root)
+    log = [json.loads(l) for l in ctxd("chat", "log", "--json", cwd=root).stdout.splitlines()]
+    assert [(m["kind"], m["provenance"]) for m in log] == [("meta", "ctxd"), ("prompt", "human")]
+    start = _hook("claude", dict(base, session_id="s2", hook_event_name="SessionStart", source="startup"), root)
+    out = json.loads(start.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "tutor" not in out and "Teaching session" not in out and "borrow checker" in out
+
+
+def test_sync_push_does_not_carry_generated_text(project, tmp_path):
+    root, ctx = project
+    st = Store(ctx)
+    st.add_many([dict(kind="prompt", content="remember: the deploy window is 14:00 UTC", session="s", source="cli"),
+                 dict(kind="prompt", content=_teach_prompt(), session="s", source="claude")])
+    st.close()
+    from ctxd.memory.core import ProjectMemory
+    from ctxd.memory.sync import Sync
+
+    with ProjectMemory.at(str(root)) as mem:
+        sent = [it for it in Sync(mem).pending_items({}) if it["t"] == "msg"]
+    assert [it["content"] for it in sent] == ["remember: the deploy window is 14:00 UTC"]
+    assert sent[0]["provenance"] == "human"
+
+
+# -- the store migration -----------------------------------------------------------------
+
+def test_schema_8_store_gets_provenance_and_teach_prompts_stop_being_turns(tmp_path):
+    d = tmp_path / "ctx"
+    with Store(str(d)) as st:
+        pass
+    db = sqlite3.connect(str(d / "store.db"))
+    db.execute("ALTER TABLE messages DROP COLUMN provenance")
+    teach = _teach_prompt()
+    rows = [("s", "user", "prompt", None, "remember: the deploy window is 14:00 UTC", "claude"),
+            ("s", "system", "meta", None, teach, "teach"),  # what `ctxd teach` recorded before
+            ("s", "user", "prompt", None, teach, "claude"),  # the same prompt piped into Claude Code
+            ("s", "assistant", "reply", None, "Noted.", "claude"),
+            ("s", "system", "meta", "interrupt", "[Request interrupted by user]", "claude")]
+    for i, (sess, role, kind, sub, content, src) in enumerate(rows):
+        db.execute("INSERT INTO messages(session, role, kind, subtype, content, ts, source) VALUES (?,?,?,?,?,?,?)",
+                   (sess, role, kind, sub, content, 1000.0 + i, src))
+    db.execute("PRAGMA user_version = 8")
+    db.commit()
+    db.close()
+    with Store(str(d)) as st:
+        assert st.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
+        got = [(r["role"], r["kind"], r["subtype"], r["provenance"]) for r in
+               st.db.execute("SELECT * FROM messages ORDER BY id")]
+    assert got == [("user", "prompt", None, "human"), ("system", "meta", "ctxd", "ctxd"),
+                   ("system", "meta", "ctxd", "ctxd"), ("assistant", "reply", None, "agent"),
+                   ("system", "meta", "interrupt", "injected")]
