@@ -214,8 +214,10 @@ def test_facts_never_come_from_tool_calls_results_or_meta(store):
     engine.refresh_facts(store)
     rows = engine.live_facts(store, 4000)
     assert rows  # the prompts and replies have facts
-    kinds = {store.kind_of(r["msg_id"]) for r in rows}
+    kinds = {store.kind_of(r["msg_id"]) for r in rows if r["kinds"] != "pointer"}
     assert kinds <= {"prompt", "reply", "summary"}, kinds
+    # of a tool result, only where its offloaded output went: "Full output (N characters): PATH"
+    assert all(r["text"].startswith("Full output (") for r in rows if r["kinds"] == "pointer")
 
 
 def test_a_question_is_a_fact_while_it_is_open(store):

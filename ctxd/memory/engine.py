@@ -111,6 +111,9 @@ def _refresh_facts(store, batch, limit):
                 continue
             for r in rows:
                 if not is_fact_source(r):
+                    pointer = facts_mod.offload_pointer(r["content"]) if r["kind"] == "tool_result" else None
+                    if pointer is not None:  # where a huge output went is worth keeping; its preview is not
+                        merge_fact(store, r, *pointer)
                     continue  # tool calls, tool results, what a CLI injected: plumbing, not what was said
                 if _is_generated(r):
                     continue  # ctxd's own teach prompt: instructions, not what was said

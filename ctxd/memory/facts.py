@@ -22,11 +22,32 @@ RX = {
     "url": re.compile(r"\bhttps?://[^\s)>\]\"'，。]+"),
     "identifier": re.compile(r"\b[A-Z][A-Z0-9]{1,9}-\d+\b|#[\w-]{2,}|@[\w-]{2,}"),
     "constraint": re.compile(r"(?i)\b(?:do not|don't|never|must not|mustn't|must|should not|cannot|can't|at most|at least|no more than|no less than|not exceed|not more than|hard (?:requirement|rule|limit)|forbidden|required|mandatory|red line)\b|不要|不能|不得|不可|禁止|必须|至少|至多|最多|不超过|不少于|不低于|不高于|只能|务必|红线|硬性"),
-    "question": re.compile(r"(?i)[?？]\s*$|\b(?:still open|open questions?|not (?:yet )?decided|undecided|tbd|to be decided|unclear whether|not sure whether|no answer yet)\b|没定|未定|待定|还没(?:有)?(?:回复|决定|确定)|悬而未决"),
+    "question": None,  # ASKED or OPEN, below
+    "progress": re.compile(r"(?i)\bI(?:'ve| have)?\s+(?:now\s+|already\s+|finally\s+|just\s+)?(?:learned|learnt|mastered|"
+                           r"understood|figured out|got the hang of|nailed)\b|\bI (?:now )?(?:understand|get) (?:how|why|what)\b|"
+                           r"我(?:已经|现在|终于|基本)?(?:掌握|学会|理解|搞懂|弄懂|弄明白|搞明白|熟悉)了"),
     "preference": re.compile(r"(?i)\b(?:i prefer|i'd prefer|i like|i want|please (?:always|never|use|keep|answer|reply|write|be)|i'd rather|my preferences?|preferences? on how)\b|我(?:更)?喜欢|我希望|我想要|请(?:用|使用|始终|总是|不要|先)|偏好|习惯"),
     "todo": re.compile(r"(?i)\b(?:todo|to-do|next step|action item|we need to|need to|remember to|follow up|pending)\b|待办|下一步|需要做|记得|跟进"),
     "correction": re.compile(r"(?i)\b(?:actually|correction|change[sd]? to|move[sd]? to|no longer|update:|scratch that|not \S+ anymore|revised|postponed|pushed (?:back|out) to|raised to|lowered to|increased to|reduced to|from \S+ to)\b|改为|改成|改到|推迟到|提前到|提高到|降低到|更正|不再|其实是|修改为|作废|以新的"),
 }
+
+# A question asked (a "?", 吗/呢 at the end, 为什么/为何/怎么): the next reply answers it. A question
+# declared open ("Still unresolved: …", "My open question: …", "I still don't understand …", 我的疑问,
+# 还没弄懂, 仍然不明白, 待定) stays open whatever follows, until it is said to be settled.
+ASKED = re.compile(r"(?i)[?？]\s*$|[吗呢嘛][。.!！]?\s*$|为什么|为何|^(?:why|how come)\b")
+OPEN = re.compile(r"(?i)\b(?:still open|open questions?|(?:my|one|an|the) question(?: is)?\s*:|not (?:yet )?(?:decided|resolved|"
+                  r"answered|settled|clear)|undecided|unresolved|tbd|to be decided|unclear whether|not sure (?:whether|why|how)|"
+                  r"no answer yet|still (?:don't|do not|can't|cannot|didn't) (?:understand|see|get|figure out|tell)|"
+                  r"still (?:unclear|confused|puzzled|no idea|not sure|wondering))\b|"
+                  r"没定|未定|待定|还没(?:有)?(?:回复|决定|确定)|悬而未决|疑问|不懂|不明白|没明白|没懂|没搞懂|没弄懂|没想通|"
+                  r"还没(?:弄|搞|想)?(?:懂|明白|清楚|通)|仍然(?:不|没)|依然(?:不|没)|还是(?:不|没)(?:懂|明白|理解)|未解决|没解决")
+RX["question"] = re.compile(f"(?:{ASKED.pattern[4:]})|(?:{OPEN.pattern[4:]})", re.I)
+
+# The assistant thinking aloud ("Let me check…", "Now I'll…", "I need to…", 让我…): never a fact.
+NARRATION = re.compile(r"(?i)^(?:[^,.;:!?\n]{1,60},\s*)?"  # "Before drafting beads, I need to…"
+                       r"(?:(?:ok(?:ay)?|good|great|perfect|now|first|next|then|alright|so|all right)[,.!:—-]*\s+)*"
+                       r"(?:let me|let's|let us|i'll|i will|i need to|i'm going to|i am going to|i should|i want to|"
+                       r"i'm now|i can now|now i)\b|^(?:让我|我来|我先|接下来我|现在我|我需要|我要先)")
 
 HARD = ("money", "number", "date", "version", "path", "url", "identifier")
 
@@ -56,9 +77,15 @@ def sentences(text):
 
 def classify(sentence, role):
     kinds = [k for k, rx in RX.items() if rx.search(sentence)]
-    if "question" in kinds and role != "user":
-        kinds.remove("question")
+    for k in ("question", "progress"):  # the learner's questions and progress are the learner's own
+        if k in kinds and role != "user":
+            kinds.remove(k)
     return kinds
+
+
+def is_narration(sentence):
+    """The assistant thinking aloud: "Let me…", "Now I'll…", "I need to…", 让我…"""
+    return bool(NARRATION.search(sentence.strip()))
 
 
 def topic_of(sentence):
@@ -68,13 +95,14 @@ def topic_of(sentence):
 
 
 def tag_of(kinds, role):
+    """The fact's tag; requirements and preferences are only what the user said."""
     if "question" in kinds:
         return "question"
-    if "preference" in kinds:
+    if "preference" in kinds and role == "user":
         return "preference"
     if "todo" in kinds:
         return "todo"
-    if "constraint" in kinds or "correction" in kinds:
+    if ("constraint" in kinds or "correction" in kinds) and role in ("user", "system"):
         return "requirement"
     return "background"
 
@@ -89,9 +117,9 @@ def priority(kinds, role, importance, sentence=""):
     hard = sum(len(RX[k].findall(sentence)) if sentence else 1 for k in kinds if k in HARD)
     p = min(hard, 4) * 1.0
     for k in kinds:
-        p += {"constraint": 2.0, "correction": 3.0, "preference": 2.5, "todo": 1.0}.get(k, 0)
+        p += {"constraint": 2.0, "correction": 3.0, "preference": 2.5, "todo": 1.0, "progress": 3.0}.get(k, 0)
     if "question" in kinds:
-        p += 2.5 if not QMARK.search(sentence) else 0.8  # a declared open question > a passing one
+        p += 2.5 if declared_open(sentence) else 0.8  # a declared open question > a passing one
     if role == "user":
         p *= 1.5
     elif role == "assistant":
@@ -105,9 +133,10 @@ QMARK = re.compile(r"[?？]\s*$")
 
 
 def declared_open(sentence):
-    """Whether a question says it is open ("still open", "not decided", 待定), as opposed to one
-    that is only asked (a "?"), which the next reply answers."""
-    return bool(RX["question"].search(QMARK.sub("", sentence)))
+    """Whether a question says it is open ("still open", "not decided", "Still unresolved: …",
+    我的疑问, 还没弄懂, 待定), as opposed to one that is only asked (a "?", 吗), which the next
+    reply answers."""
+    return bool(OPEN.search(sentence))
 
 
 def is_fact(kinds):
@@ -151,6 +180,8 @@ def extract(message_id, ts, role, content, importance=0.5, early=False):
     for s in sentences(content):
         if s.startswith("[... ") or s.startswith("[REDACTED"):
             continue  # ctxd's own offload pointer, not something said
+        if role != "user" and is_narration(s):
+            continue
         kinds = classify(s, role)
         if not kinds or not is_fact(kinds):
             continue
@@ -161,6 +192,19 @@ def extract(message_id, ts, role, content, importance=0.5, early=False):
         out.append((tag_of(kinds, role), ",".join(kinds), s, normalize(_core(s) if "question" in kinds else s),
                     topic_of(s), priority(kinds, role, importance, s) * (EARLY_BOOST if early else 1.0)))
     return out
+
+
+_OFFLOADED = re.compile(r"\[\.\.\. (\d+) characters omitted; full output \((\d+) characters\): (\S+) \.\.\.\]")
+
+
+def offload_pointer(content):
+    """(tag, kinds, text, norm, topic, priority) of the pointer to an output ctxd moved to a file
+    (the preview names it), or None: the pointer is a fact, the preview is not."""
+    m = _OFFLOADED.search(content or "") if "characters omitted" in (content or "") else None
+    if not m:
+        return None
+    text = f"Full output ({int(m.group(2)):,} characters): {m.group(3)}"
+    return "background", "pointer", text, normalize(text), "", 3.0
 
 
 # -- filler: greetings, thanks, pleasantries are never facts --------------------------
