@@ -86,13 +86,10 @@ def test_main_transcript_prompts_are_human_and_task_inputs_are_not_turns(store):
 
 @pytest.mark.parametrize("rel", sorted(
     os.path.relpath(os.path.join(d, f), REAL) for d, _s, fs in os.walk(REAL) for f in fs
-    if f.endswith((".jsonl", ".json", ".md", ".db")) and "/hooks/" not in os.path.join(d, f) + "/"
-    and os.path.basename(d) != "hooks"))
+    if f.endswith((".jsonl", ".json", ".md", ".db")) and f != "README.md"
+    and not os.path.relpath(d, REAL).startswith("hooks")))
 def test_every_real_transcript_has_an_origin_per_item(store, rel):
-    path = os.path.join(REAL, rel)
-    if rel.startswith("hooks") or rel == "README.md":
-        pytest.skip("not a transcript")
-    im.import_file(store, path)
+    im.import_file(store, os.path.join(REAL, rel))
     for r in _rows(store):
         assert r["provenance"] in items.PROVENANCES, r
         assert (r["kind"] == "prompt") == (r["provenance"] == "human"), r
@@ -241,3 +238,57 @@ def test_schema_8_store_gets_provenance_and_teach_prompts_stop_being_turns(tmp_p
     assert got == [("user", "prompt", None, "human"), ("system", "meta", "ctxd", "ctxd"),
                    ("system", "meta", "ctxd", "ctxd"), ("assistant", "reply", None, "agent"),
                    ("system", "meta", "interrupt", "injected")]
+
+
+# -- the handoff of a coding session ---------------------------------------------------------
+
+def _handoff(root, transcript):
+    assert ctxd("chat", "import", transcript, cwd=root).returncode == 0
+    p = ctxd("handoff", cwd=root)
+    assert p.returncode == 0, p.stderr
+    with open(p.stdout.strip(), encoding="utf-8") as f:
+        a = json.load(f)
+    md = ctxd("handoff", "show", cwd=root).stdout
+    return a, md
+
+
+def test_coding_handoff_carries_the_sessions_end_state_cwd_and_branch(project):
+    from ctxd.memory import facts
+
+    root, _ctx = project
+    a, md = _handoff(root, SUBAGENT)
+    end = a["end_state"]
+    assert (end["cwd"], a["environment"]["git_branch"]) == ("/home/marco/projects/spotter", "master")
+    assert a["environment"]["processes"] == [] and a["environment"]["project_types"] == []  # not this shell's
+    assert end["last_request"] == a["topic"]["current_subtopic"] == a["progress"]["in_progress"] == "create the beads"
+    assert end["last_report"].startswith("Beads Created.") and "|" not in end["last_report"]
+    assert "(stage:" not in md and "**Now**: —" not in md
+    assert "- Last request: create the beads" in md and "working directory (recorded): /home/marco/projects/spotter" in md
+    assert a["key_points"] == []
+    said = [f["text"] for f in a["facts"]] + a["progress"]["next_up"]
+    assert not [t for t in said if facts.is_narration(t)]
+    assert not [f for f in a["facts"] if f["tag"] == "requirement"]  # the user stated none; the agent's are no requirements
+
+
+def test_coding_handoff_todos_by_status_of_the_last_list(project):
+    root, _ctx = project
+    a, md = _handoff(root, os.path.join(REAL, "claude", "daaain", "todowrite_examples.jsonl"))
+    end = a["end_state"]
+    assert end["in_progress"] == ["Add comprehensive tests"] == [a["progress"]["in_progress"]]
+    assert a["progress"]["next_up"] == end["open_todos"] == ["Write user documentation", "Perform code review",
+                                                             "Conduct security review and penetration testing"]
+    assert a["progress"]["completed"] == ["Design the feature architecture", "Implement core functionality"]
+    assert end["last_request"] == "Can you add a task for security review as well?"
+    assert "- In progress: Add comprehensive tests" in md
+
+
+@pytest.mark.parametrize("text,limit", [("The readiness probe passes while the pool is empty and nobody knows why", 30),
+                                        ("Supercalifragilisticexpialidocious words everywhere", 20),
+                                        ("First sentence ends here. Second sentence goes on and on and on.", 40)])
+def test_cut_never_ends_inside_a_word(text, limit):
+    from ctxd.handoff.endstate import cut
+
+    out = cut(text, limit)
+    assert len(out) <= limit + 1 and out.endswith("…")
+    kept = out.rstrip("… ")
+    assert text.startswith(kept) and (len(kept) == len(text) or not text[len(kept)].isalnum() or " " not in kept)

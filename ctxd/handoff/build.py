@@ -662,7 +662,8 @@ def build(store, *, root=None, session=None, config_raw=None, previous=None, now
     session = choose_session(store, session)
     engine.refresh_facts(store)
     raw_msgs = list(store.iter_all(session=session))
-    msgs = [_Msg(m) for m in raw_msgs if not _is_teach_prompt(m)]  # ctxd's own prompts are not the learner
+    # ctxd's own prompts are not the learner; a sub-agent's lines are not the conversation
+    msgs = [_Msg(m) for m in raw_msgs if not _is_teach_prompt(m) and m.origin not in ("ctxd", "subagent")]
     ids = {m.id for m in msgs}
     user_texts = [m.content for m in msgs if m.role == "user"]
     tokens_from = sum(m.tokens for m in msgs)
@@ -726,6 +727,7 @@ def build(store, *, root=None, session=None, config_raw=None, previous=None, now
     style.update(cfg["learning_style"])
     a["learning_style"] = style
     a["environment"] = environment(root, [r["text"] for r in sorted(rows, key=lambda r: r["id"])])
+    _coding_session(a, store, session, root, raw_msgs)
 
     # the engine's summary of the session
     llm = summarizer.load(store.dir) if summarizer.settings({"raw": config_raw or {}}) else None
@@ -740,7 +742,7 @@ def build(store, *, root=None, session=None, config_raw=None, previous=None, now
     q_cap = int(target * 0.18)
     used = 0
     chosen_kp = []
-    for kp in kps[:MAX_KEY_POINTS]:
+    for kp in (kps if "end_state" not in a else [])[:MAX_KEY_POINTS]:  # a coding session teaches no concepts
         clean = {k: v for k, v in kp.items() if not k.startswith("_")}
         c = _cost(clean)
         if used + c > kp_cap:
@@ -791,6 +793,33 @@ def build(store, *, root=None, session=None, config_raw=None, previous=None, now
         a["facts"] = [f for _, f in sorted(facts, key=lambda x: x[0])]
         _footprint(a)
     return A.validate(a)
+
+
+def _coding_session(a, store, session, root, raw_msgs):
+    """A coding session's archive says where it ended (ctxd.handoff.endstate): the last typed
+    request, the todos by status, the start of the last report, commits, open errors, and the
+    cwd and branch its transcript recorded. No learner's stage or concepts, no narration."""
+    from ctxd.handoff import endstate
+
+    end = endstate.end_state(store, session, root, raw_msgs)
+    if end is None:
+        return
+    a["end_state"] = end
+    now = (end["in_progress"] or [None])[0] or end["last_request"]
+    a["topic"]["current_subtopic"] = endstate.cut(now, 200) if now else ""
+    a["topic"]["stage"] = "unknown"
+    a["key_points"] = []
+    done = end["done_todos"] + [f"Committed: {c}" for c in end["commits"] if f"Committed: {c}" not in end["done_todos"]]
+    a["progress"] = {"completed": done[-12:], "in_progress": now, "next_up": end["open_todos"][:8]}
+    env = a["environment"]
+    if end["git_branch"]:
+        env["git_branch"] = end["git_branch"]
+    if end["cwd"] and not (root and _inside(end["cwd"], root)):
+        # recorded elsewhere: what this directory holds and runs now says nothing of that session
+        there = environment(end["cwd"]) if os.path.isdir(end["cwd"]) else None
+        env["project_types"] = there["project_types"] if there else []
+        env["version_pins"] = there["version_pins"] if there else []
+        env["processes"] = []
 
 
 def _footprint(a):

@@ -7,6 +7,26 @@ def _line(text):
     return " ".join(str(text).split())
 
 
+def _end_state(end):
+    """A coding session's end state (ctxd.handoff.endstate) as a markdown section."""
+    out = ["## Where the session ended", ""]
+    if end.get("last_request"):
+        out.append(f"- Last request: {_line(end['last_request'])}")
+    for t in end.get("in_progress") or []:
+        out.append(f"- In progress: {_line(t)}")
+    for t in end.get("open_todos") or []:
+        out.append(f"- Open todo: {_line(t)}")
+    if end.get("last_report"):
+        out.append(f"- Last report: {_line(end['last_report'])}")
+    for c in end.get("commits") or []:
+        out.append(f"- Committed: {_line(c)}")
+    for c in end.get("open_errors") or []:
+        out.append(f"- Still failing: {_line(c)}")
+    if end.get("files"):
+        out.append(f"- Files edited: {', '.join(end['files'])}")
+    return out + [""] if len(out) > 2 else []
+
+
 def to_markdown(a):
     t, p, s, e, fp = a["topic"], a["progress"], a["learning_style"], a["environment"], a["context_footprint"]
     title = t["title"] or a["session_id"] or "Handoff"
@@ -16,8 +36,12 @@ def to_markdown(a):
     if a.get("id"):
         meta.insert(0, f"`{a['id']}`")
     out += [" · ".join(meta), ""]
-    if t["current_subtopic"] or t["stage"] != "unknown":
-        out += [f"**Now**: {_line(t['current_subtopic']) or '—'} (stage: {t['stage']})", ""]
+    stage = f" (stage: {t['stage']})" if t["stage"] != "unknown" else ""
+    if t["current_subtopic"] or stage:
+        out += [f"**Now**: {_line(t['current_subtopic']) or '—'}{stage}", ""]
+    end = a.get("end_state") if isinstance(a.get("end_state"), dict) else None
+    if end:
+        out += _end_state(end)
 
     out += ["## Progress", ""]
     if p["completed"]:
@@ -60,6 +84,8 @@ def to_markdown(a):
         out += ["## Summary", "", a["summary"].strip(), ""]
 
     env = []
+    if end and end.get("cwd"):
+        env.append(f"- working directory (recorded): {end['cwd']}")
     if e["project_types"]:
         env.append(f"- project types: {', '.join(e['project_types'])}")
     for pin in e["version_pins"]:
