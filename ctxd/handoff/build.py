@@ -663,7 +663,7 @@ def build(store, *, root=None, session=None, config_raw=None, previous=None, now
     engine.refresh_facts(store)
     raw_msgs = list(store.iter_all(session=session))
     # ctxd's own prompts are not the learner; a sub-agent's lines are not the conversation
-    msgs = [_Msg(m) for m in raw_msgs if not _is_teach_prompt(m) and m.origin not in ("ctxd", "subagent")]
+    msgs = [_Msg(m) for m in raw_msgs if not _is_teach_prompt(m) and m.provenance not in ("ctxd", "subagent")]
     ids = {m.id for m in msgs}
     user_texts = [m.content for m in msgs if m.role == "user"]
     tokens_from = sum(m.tokens for m in msgs)

@@ -3,7 +3,7 @@
 A session is a coding session when its agent used tools (its session memory has files,
 commands, commits or todos: ``ctxd.memory.session``; or it holds tool calls at all). Its end state is
 
-- ``last_request``: the last request the human typed (``origin`` human);
+- ``last_request``: the last request the human typed (``provenance`` human);
 - ``in_progress`` / ``open_todos`` / ``done_todos``: from the *last* todo list
   (TodoWrite, update_plan, write_todos), by status;
 - ``last_report``: the start of the main agent's last reply, its narration left out;
@@ -75,11 +75,11 @@ def end_state(store, session, root, messages):
     mem = session_mod.session_memory(store, root, session=session, decisions=False)
     if not (mem.files or mem.commands or mem.commits or mem.todos or any(m.kind == "tool_call" for m in messages)):
         return None
-    typed = [m for m in messages if m.kind == "prompt" and getattr(m, "origin", "human") in ("human", "", None)]
+    typed = [m for m in messages if m.kind == "prompt" and getattr(m, "provenance", "human") in ("human", "", None)]
     last = next((m.content for m in reversed(typed) if session_mod.is_substantive(m.content)), None)
     report = ""
     for m in reversed(messages):
-        if m.kind == "reply" and getattr(m, "origin", "agent") in ("agent", "", None):
+        if m.kind == "reply" and getattr(m, "provenance", "agent") in ("agent", "", None):
             report = report_start(m.content)
             if report:
                 break
