@@ -292,3 +292,21 @@ def test_cut_never_ends_inside_a_word(text, limit):
     assert len(out) <= limit + 1 and out.endswith("…")
     kept = out.rstrip("… ")
     assert text.startswith(kept) and (len(kept) == len(text) or not text[len(kept)].isalnum() or " " not in kept)
+
+
+def test_codex_notify_and_gemini_hook_context_keep_only_the_typed_words(project):
+    root, _ctx = project
+    teach_text = _teach_prompt()
+    payload = {"type": "agent-turn-complete", "thread-id": "t1", "turn-id": "u1", "cwd": str(root),
+               "input-messages": [teach_text], "last-assistant-message": "Let's begin with borrowing."}
+    p = subprocess.run([sys.executable, "-m", "ctxd", "chat", "hook", "codex-notify", json.dumps(payload)], cwd=root,
+                       env=dict(os.environ, PWD=str(root)), capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    before = {"session_id": "g1", "cwd": str(root), "hook_event_name": "BeforeAgent", "timestamp": "2026-12-01T00:00:00Z",
+              "prompt": "<hook_context># Conversation context: proj\n- x</hook_context>\nwhy is the pool empty?"}
+    assert _hook("gemini", before, root).returncode == 0
+    log = [json.loads(l) for l in ctxd("chat", "log", "--json", cwd=root).stdout.splitlines()]
+    got = [(m["kind"], m["provenance"], m["content"][:22]) for m in log]
+    assert ("meta", "ctxd", teach_text[:22]) in got and ("reply", "agent", "Let's begin with borro") in got
+    assert ("prompt", "human", "why is the pool empty?") in got
+    assert [m for m in log if m["kind"] == "prompt"] == [m for m in log if m["provenance"] == "human"]
