@@ -13,7 +13,7 @@ kinds, each with the fields it carries:
   ``"compaction"`` / ``"title"`` / None);
 - ``meta``: text a CLI injected on a user line (``subtype``: see META_SUBTYPES).
 
-Every item also has an ``provenance``, who wrote it (PROVENANCES): ``human`` (a prompt a person
+Every item also has a ``provenance``, who wrote it (PROVENANCES): ``human`` (a prompt a person
 typed), ``agent`` (the main agent's replies, calls, results, summaries), ``subagent`` (a
 sub-agent's lines and the prompt the main agent wrote for it), ``injected`` (text the CLI
 or a hook put on a user line) or ``ctxd`` (ctxd's own text coming back: teach and handoff
@@ -335,7 +335,9 @@ def settle(rec):
     """(kind, subtype, provenance) a record is stored with: its own provenance if it has a known one,
     else provenance_of(); a "prompt" ctxd generated or a sub-agent was given is meta, never a turn."""
     kind, subtype, content = rec.get("kind"), rec.get("subtype"), rec.get("content")
-    provenance = rec.get("provenance") if rec.get("provenance") in PROVENANCES else provenance_of(kind, subtype, content)
+    provenance = rec.get("provenance")
+    if provenance not in PROVENANCES:
+        provenance = provenance_of(kind, subtype, content)
     if kind == "prompt" and generated_by_ctxd(content):
         return "meta", "ctxd", "ctxd"
     if kind == "prompt" and provenance == "subagent":
