@@ -310,3 +310,28 @@ def test_codex_notify_and_gemini_hook_context_keep_only_the_typed_words(project)
     assert ("meta", "ctxd", teach_text[:22]) in got and ("reply", "agent", "Let's begin with borro") in got
     assert ("prompt", "human", "why is the pool empty?") in got
     assert [m for m in log if m["kind"] == "prompt"] == [m for m in log if m["provenance"] == "human"]
+
+
+def test_a_subagents_last_reply_and_todo_list_are_not_the_sessions_end_state(store, tmp_path):
+    from ctxd.memory import session as session_mod
+
+    path = _subagent_transcript(tmp_path)
+    last_ts = max(d["timestamp"] for d in _lines(SUBAGENT) if d.get("timestamp"))
+    late = last_ts[:-5] + "59.9Z" if last_ts.endswith("Z") else last_ts
+    tail = _lines(path)[-1]
+    extra = [dict(tail, type="assistant", uuid="sub-late-1", timestamp=late,
+                  message={"role": "assistant", "content": [
+                      {"type": "tool_use", "id": "toolu_sub_todo", "name": "TodoWrite",
+                       "input": {"todos": [{"content": "Subagent-only chore", "status": "in_progress",
+                                            "activeForm": "Doing the subagent chore"}]}}]}),
+             dict(tail, type="assistant", uuid="sub-late-2", timestamp=late,
+                  message={"role": "assistant", "content": [
+                      {"type": "text", "text": "Subagent final report: drafted three beads."}]})]
+    with open(path, "a", encoding="utf-8") as f:
+        f.writelines(json.dumps(m) + "\n" for m in extra)
+    im.import_file(store, SUBAGENT)
+    im.import_file(store, path)
+    mem = session_mod.session_memory(store)
+    assert "Subagent final report" not in (mem.report or "")
+    assert "Subagent-only chore" not in [t for t, _s in mem.todos]
+    assert mem.last_request and TASK_PROMPT not in mem.last_request

@@ -537,11 +537,14 @@ def session_memory(store, root=None, *, session=None, scan=SCAN, decisions=True)
     for pos, r in enumerate(rows):
         kind = r["kind"]
         mine = r["session"] == session_of
+        # a subagent shares its parent's session id: its report and todo list are not the session's
+        main_agent = r["provenance"] in (None, "", "agent", "human")
         if kind == "summary" and mine and (r["subtype"] == "compaction" or summary_parts(r["content"])):
             summary = (pos, r)
             continue
         if kind == "reply" and mine:
-            last_reply = (pos, r)
+            if main_agent:
+                last_reply = (pos, r)
             activity_after_prompt = True
             continue
         if kind == "prompt":
@@ -583,6 +586,8 @@ def session_memory(store, root=None, *, session=None, scan=SCAN, decisions=True)
         elif paths and not d.get("command") and re.search(r"(?i)read|view|cat|open", tool):
             for p in paths:
                 reads[p] = r["id"]
+        if not main_agent:
+            continue
         if tool in TASK_CREATE or tool in TASK_UPDATE:
             if res is not None and (_data(res) or {}).get("is_error"):
                 continue

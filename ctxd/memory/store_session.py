@@ -18,10 +18,10 @@ class SessionTables:
     def session_rows(self, limit=3000, session=None, local=False):
         """The newest *limit* typed rows (prompt, reply, tool_call, tool_result, summary; of meta
         only interrupts: they tell a call the user stopped from one that failed), oldest first, as
-        rows with id, session, kind, tool, call_id, subtype, data (JSON text), ts, source and
-        content (a tool result's cut to its head and tail). *local*: only rows written here (none
+        rows with id, session, kind, tool, call_id, subtype, data (JSON text), ts, source, provenance
+        and content (a tool result's cut to its head and tail). *local*: only rows written here (none
         received through ctxd sync)."""
-        cols = ("id, session, kind, role, tool, call_id, subtype, data, ts, source, output_path, "
+        cols = ("id, session, kind, role, tool, call_id, subtype, data, ts, source, output_path, provenance, "
                 "CASE WHEN kind = 'tool_result' AND length(content) > ? "
                 "THEN substr(content, 1, ?) || char(10) || substr(content, -?) ELSE content END AS content")
         marks = ",".join("?" * len(_TYPED))
