@@ -174,7 +174,8 @@ def test_corrupt_store_is_reported_then_recovered_never_recreated(tmp_path):
         corrupt_seen = True
     assert corrupt_seen
     assert db.read_bytes() == original  # opening never rewrites a damaged store
-    n, lost, backup = recover(str(d))
+    r = recover(str(d))
+    n, lost, backup = r.salvaged, r.unreadable, r.backup
     assert os.path.exists(backup) and open(backup, "rb").read() == original
     assert 0 < n < 2000 or lost > 0
     s = Store(str(d))
@@ -234,7 +235,8 @@ def test_project_store_is_git_excluded(tmp_path):
 
 def test_recover_of_a_file_that_is_not_sqlite_keeps_it_and_starts_clean(tmp_path):
     (tmp_path / "store.db").write_bytes(b"garbage, not sqlite" * 1000)
-    n, lost, backup = recover(str(tmp_path))
+    r = recover(str(tmp_path))
+    n, backup = r.salvaged, r.backup
     assert n == 0 and open(backup, "rb").read() == b"garbage, not sqlite" * 1000
     assert Store(str(tmp_path)).integrity() == "ok"
 

@@ -189,8 +189,17 @@ def refresh():
 
 @chat.command()
 def recover():
-    """Salvage a damaged store: move it aside, copy every readable message into a new one."""
+    """Salvage a damaged store: move it aside, copy every readable message into a new one.
+
+    A store that passes SQLite's integrity check (a full disk, a read-only store) is left as it is.
+    """
     with _memory() as mem:
-        n, lost, backup = mem.recover()
-    click.echo(f"ctxd: recovered {n} messages into a new store; {lost} unreadable; the damaged file is kept "
-               f"as {backup}")
+        r = mem.recover()
+    if r.healthy:
+        click.echo(f"ctxd: the conversation store {mem.paths.store} passes its integrity check: nothing to "
+                   "recover, it was left as it is")
+        return
+    lost = ("an unknown number could not be read (the table's structure is damaged)" if r.unreadable is None
+            else f"{r.unreadable} unreadable")
+    click.echo(f"ctxd: recovered {r.salvaged} messages into a new store; {lost}; the damaged file is kept "
+               f"as {r.backup}")

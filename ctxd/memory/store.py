@@ -28,6 +28,7 @@ from ctxd.isotime import format_utc
 DEFAULT_OFFLOAD = 8192  # characters
 PREVIEW_HEAD = 1000
 PREVIEW_TAIL = 1000
+BUSY_TIMEOUT = 30.0  # seconds a write waits for another process's lock (AI CLI hooks wait far less)
 
 MIGRATIONS = [
     # 1: messages, full-text index, transcript offsets
@@ -254,7 +255,25 @@ class StoreError(CtxdError):
     exit_code = ExitCode.ERROR
 
 
-class StoreCorrupt(StoreError):
+class StoreUnavailable(StoreError):
+    """The store cannot take a write now (busy, full, read-only, corrupt): what an AI CLI hook
+    was given goes to the spool (ctxd.memory.spool) instead."""
+
+
+class StoreBusy(StoreUnavailable):
+    """Another process holds the store's write lock longer than the busy timeout (SQLITE_BUSY)."""
+
+
+class StoreFull(StoreUnavailable):
+    """The disk (or quota) holding the store is full (SQLITE_FULL, ENOSPC, EDQUOT)."""
+
+
+class StoreReadOnly(StoreUnavailable):
+    """The store cannot be written: its file, directory or file system is read-only
+    (SQLITE_READONLY, EACCES, EPERM, EROFS). Reading works."""
+
+
+class StoreCorrupt(StoreUnavailable):
     pass
 
 
@@ -310,18 +329,72 @@ def _dumps(value):
 
 
 def _private(path):
+    """No access for group and others; never adds a permission (a store made read-only stays so)."""
     try:
-        os.chmod(path, 0o600)
+        mode = os.stat(path).st_mode & 0o777
+        if mode & 0o077:
+            os.chmod(path, mode & 0o700)
     except OSError:
         pass
 
 
+_BUSY, _LOCKED, _READONLY, _IOERR, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 5, 6, 8, 10, 11, 13, 14, 26
+_PERM = 3
+
+
+def unavailable(exc, path):
+    """The typed error for *exc* (an sqlite3.Error or OSError met on the store at *path*), or None
+    when it is none of busy, full, read-only, corrupt."""
+    import errno
+
+    if isinstance(exc, OSError):
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return StoreFull(_full_message(path, exc.strerror))
+        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            return StoreReadOnly(_readonly_message(path, f"{exc.strerror}: {exc.filename or path}"))
+        return None
+    code = getattr(exc, "sqlite_errorcode", None)
+    primary = code & 0xFF if isinstance(code, int) else None
+    text = str(exc)
+    if primary in (_BUSY, _LOCKED) or (primary is None and "locked" in text):
+        return StoreBusy(f"the conversation store {path} is busy: another process holds its write lock ({text})")
+    if primary == _FULL:
+        return StoreFull(_full_message(path, text))
+    if primary in (_READONLY, _PERM) or (primary == _CANTOPEN and not os.access(os.path.dirname(path) or ".", os.W_OK)):
+        return StoreReadOnly(_readonly_message(path, text))
+    if primary in (_CORRUPT, _NOTADB):
+        return StoreCorrupt(_corrupt_message(path, text))
+    return None
+
+
+def _corrupt_message(path, why):
+    return (f"the conversation store {path} is corrupt ({why}). Nothing was changed. "
+            f"Recover what can be read with: ctxd chat recover (the damaged file is kept)")
+
+
+def _full_message(path, why):
+    return (f"the disk holding the conversation store {path} is full ({why}); nothing was written. "
+            f"Free some space; the store itself is intact")
+
+
+def _readonly_message(path, why):
+    return (f"the conversation store {path} is read-only ({why}); it can be read, not written. "
+            f"Make it writable (file, directory and file system) to record again")
+
+
+def _typed(exc, path):
+    """*exc* as the store's typed error when it is one (busy, full, read-only, corrupt), else itself."""
+    return unavailable(exc, path) or exc
+
+
 class Store(FactsTables, TasksTables, ConceptsTables, SessionTables, SyncTables):
-    def __init__(self, context_dir, *, redactor=None, offload_threshold=DEFAULT_OFFLOAD, create=True):
+    def __init__(self, context_dir, *, redactor=None, offload_threshold=DEFAULT_OFFLOAD, create=True,
+                 busy_timeout=BUSY_TIMEOUT):
         self.dir = context_dir
         self.path = os.path.join(context_dir, DB_NAME)
         self.redactor = redactor
         self.offload_threshold = offload_threshold
+        self.busy_timeout = busy_timeout
         if not create and not os.path.exists(self.path):
             raise StoreError(f"no conversation store yet at {self.path}", ExitCode.NOT_FOUND)
         os.makedirs(context_dir, mode=0o700, exist_ok=True)
@@ -329,27 +402,48 @@ class Store(FactsTables, TasksTables, ConceptsTables, SessionTables, SyncTables)
 
     # -- opening --------------------------------------------------------------
     def _connect(self):
+        self._sidecars_follow()
         old_umask = os.umask(0o077)  # the db, -wal and -shm files are born 0600
+        db = None
         try:
-            db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
             db.row_factory = sqlite3.Row
-            db.execute("PRAGMA busy_timeout = 30000")
-            mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if mode.lower() != "wal":
-                db.execute("PRAGMA journal_mode = WAL")
+            db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            if db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                try:
+                    db.execute("PRAGMA journal_mode = WAL")
+                except sqlite3.OperationalError as e:  # a read-only store is read as it is
+                    if not isinstance(unavailable(e, self.path), StoreReadOnly):
+                        raise
             db.execute("PRAGMA synchronous = NORMAL")
             self._migrate(db)
-        except sqlite3.DatabaseError as e:
-            raise StoreCorrupt(
-                f"the conversation store {self.path} is corrupt ({e}). Nothing was changed. "
-                f"Recover what can be read with: ctxd chat recover (the damaged file is kept)"
-            ) from None
+        except (sqlite3.DatabaseError, OSError) as e:
+            if db is not None:
+                db.close()
+            typed = unavailable(e, self.path)
+            if typed is None and isinstance(e, sqlite3.DatabaseError):
+                typed = StoreCorrupt(_corrupt_message(self.path, e))
+            if typed is None:
+                raise
+            raise typed from None
         finally:
             os.umask(old_umask)
         for suffix in ("", "-wal", "-shm"):
             if os.path.exists(self.path + suffix):
                 _private(self.path + suffix)
         return db
+
+    def _sidecars_follow(self):
+        """SQLite makes the -wal and -shm files with the database's mode: opened while the store
+        was read-only, they stay read-only once it is writable again and every write would fail.
+        A writable store gets writable ones (they are ours: 0600)."""
+        for suffix in ("-wal", "-shm"):
+            side = self.path + suffix
+            if os.path.exists(side) and not os.access(side, os.W_OK) and os.access(self.path, os.W_OK):
+                try:
+                    os.chmod(side, 0o600)
+                except OSError:
+                    pass
 
     def _migrate(self, db):
         version = db.execute("PRAGMA user_version").fetchone()[0]
@@ -388,13 +482,27 @@ class Store(FactsTables, TasksTables, ConceptsTables, SessionTables, SyncTables)
         if self.db.in_transaction:
             yield self.db
             return
-        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        except sqlite3.DatabaseError as e:
+            raise _typed(e, self.path) from None
         try:
             yield self.db
+        except sqlite3.DatabaseError as e:
+            self._rollback()
+            raise _typed(e, self.path) from None
         except BaseException:
-            self.db.execute("ROLLBACK")
+            self._rollback()
             raise
-        self.db.execute("COMMIT")
+        try:
+            self.db.execute("COMMIT")
+        except sqlite3.DatabaseError as e:
+            self._rollback()
+            raise _typed(e, self.path) from None
+
+    def _rollback(self):
+        if self.db.in_transaction:  # SQLite may have rolled back already (SQLITE_FULL, say)
+            self.db.execute("ROLLBACK")
 
     def __enter__(self):
         return self
@@ -453,7 +561,10 @@ class Store(FactsTables, TasksTables, ConceptsTables, SessionTables, SyncTables)
             imp = float(m.get("importance", 0.5) if m.get("importance") is not None else 0.5)
             if not 0.0 <= imp <= 1.0:
                 raise StoreError(f"importance must be between 0 and 1 (got {imp})", ExitCode.USAGE)
-            content, out_path, out_chars = self.prepare(m["content"], redact=redact)
+            try:
+                content, out_path, out_chars = self.prepare(m["content"], redact=redact)
+            except OSError as e:  # the offloaded output could not be written: disk full, read-only
+                raise _typed(e, self.path) from None
             data = m.get("data")
             if data is not None and redact and self.redactor is not None:
                 data = _loads(self.redactor(_dumps(data))[0])  # secrets in arguments too
@@ -702,6 +813,18 @@ class Store(FactsTables, TasksTables, ConceptsTables, SessionTables, SyncTables)
         except sqlite3.DatabaseError as e:
             return str(e)
 
+    # -- spool markers (ctxd.memory.spool) ----------------------------------------
+    def spool_marked(self, key):
+        return self.db.execute("SELECT 1 FROM meta WHERE key = ?", (key,)).fetchone() is not None
+
+    def mark_spool(self, key):
+        """Inside the transaction that stored a spooled entry: it is stored."""
+        self.db.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT DO NOTHING", (key, str(time.time())))
+
+    def forget_spool_mark(self, key):
+        with self.transaction():
+            self.db.execute("DELETE FROM meta WHERE key = ?", (key,))
+
     # -- deleting by import key -----------------------------------------------
     def forget_dedup(self, keys):
         """Delete the messages whose dedup key is one of *keys* or starts with key + ":".
@@ -776,57 +899,80 @@ def _backfill_provenance(db, batch=2000):
         last = rows[-1]["id"]
 
 
-def recover(context_dir):
-    """Move a damaged store aside and salvage every readable message into a new one.
+class Recovery:
+    """What ``recover`` did: *healthy* (the store passed its integrity check and was left as it
+    is), else the messages *salvaged*, the ids found *unreadable* (None: how many were lost cannot
+    be told, the table's structure itself is unreadable) and the *backup* the damaged file was
+    moved to."""
 
-    Returns (salvaged count, failed ranges, backup path). Nothing is deleted.
+    __slots__ = ("healthy", "salvaged", "unreadable", "backup", "problem")
+
+    def __init__(self, healthy=False, salvaged=0, unreadable=0, backup=None, problem=""):
+        self.healthy, self.salvaged, self.unreadable, self.backup, self.problem = (
+            healthy, salvaged, unreadable, backup, problem)
+
+
+def check(path):
+    """"ok", or what SQLite's integrity check (or opening the file) found; reads only, and leaves
+    no -wal/-shm behind that was not there."""
+    with _read_only(path) as db:
+        try:
+            return db.execute("PRAGMA integrity_check").fetchone()[0]
+        except sqlite3.DatabaseError as e:
+            return str(e)
+
+
+@contextlib.contextmanager
+def _read_only(path):
+    """A read-only connection to *path*; the -wal and -shm files SQLite makes for it are removed
+    on the way out (those that were there before are kept: a -wal holds committed writes)."""
+    had = {s for s in ("-wal", "-shm") if os.path.exists(path + s)}
+    from urllib.parse import quote
+
+    db = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True)
+    db.row_factory = sqlite3.Row
+    try:
+        yield db
+    finally:
+        db.close()
+        for s in {"-wal", "-shm"} - had:
+            try:
+                os.unlink(path + s)
+            except OSError:
+                pass
+
+
+def recover(context_dir):
+    """Salvage a damaged store: move it aside and copy every readable message into a new one.
+
+    A store that passes ``PRAGMA integrity_check`` is never moved (``Recovery.healthy``): a full
+    disk or a read-only store is not damage. Nothing is deleted.
     """
     path = os.path.join(context_dir, DB_NAME)
     if not os.path.exists(path):
         raise StoreError(f"no store at {path}", ExitCode.NOT_FOUND)
+    try:
+        problem = check(path)
+    except sqlite3.DatabaseError as e:
+        problem = str(e)
+    if problem == "ok":
+        return Recovery(healthy=True)
     stamp = time.strftime("%Y%m%dT%H%M%S")
     backup = f"{path}.corrupt-{stamp}"
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(path + suffix):
-            os.replace(path + suffix, backup + suffix)
-    salvaged, lost = [], 0
     try:
-        old = sqlite3.connect(f"file:{backup}?mode=ro", uri=True)
-        old.row_factory = sqlite3.Row
-        try:
-            hi = old.execute("SELECT max(id) FROM messages").fetchone()[0] or 0
-            bounded = True
-        except sqlite3.DatabaseError as e:
-            if "not a database" in str(e) or "no such table" in str(e):
-                hi = 0  # nothing of ours in there to salvage
-            else:
-                hi = 10**7
-            bounded = False
-        step, failures = 500, 0
-        for lo in range(1, hi + 1, step):
-            try:
-                rows = [dict(r) for r in old.execute(
-                    "SELECT * FROM messages WHERE id BETWEEN ? AND ?", (lo, lo + step - 1))]
-                salvaged += rows
-                failures = 0 if rows else failures + 1
-            except sqlite3.DatabaseError:
-                failures += 1
-                for i in range(lo, lo + step):
-                    try:
-                        salvaged += [dict(r) for r in old.execute("SELECT * FROM messages WHERE id = ?", (i,))]
-                    except sqlite3.DatabaseError:
-                        lost += 1
-            if not bounded and failures >= 20:
-                break  # no readable upper bound: stop after 10,000 ids that gave nothing
-        old.close()
-    except sqlite3.DatabaseError:
-        pass
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(path + suffix):
+                os.replace(path + suffix, backup + suffix)
+    except OSError as e:
+        raise unavailable(e, path) or StoreError(f"cannot move {path} aside: {e.strerror}") from None
+    salvaged, lost = _salvage(backup)
     new = Store(context_dir)
+    stored = 0
     with new.transaction():
         for r in salvaged:
             data = r.get("data")
             try:
-                new.db.execute(
+                stored += new.db.execute(
                     "INSERT INTO messages(id, session, role, content, ts, importance, source, tokens, output_path,"
                     " output_chars, dedup, kind, tool, call_id, subtype, data, legacy)"
                     " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
@@ -835,10 +981,50 @@ def recover(context_dir):
                      min(max(float(r.get("importance") or 0.5), 0), 1), r.get("source") or "recovered",
                      r.get("tokens") or 0, r.get("output_path"), r.get("output_chars"), r.get("dedup"),
                      r.get("kind") or "", r.get("tool"), r.get("call_id"), r.get("subtype"),
-                     data if isinstance(data, str) else None, 1 if r.get("legacy") else 0))
+                     data if isinstance(data, str) else None, 1 if r.get("legacy") else 0)).rowcount
             except (sqlite3.DatabaseError, TypeError, ValueError):
-                lost += 1
+                lost = None if lost is None else lost + 1  # a row read but not storable
         _backfill_kinds(new.db)  # rows salvaged from an older schema get their kinds
         _backfill_provenance(new.db)
     new.close()
-    return len(salvaged), lost, backup
+    return Recovery(salvaged=stored, unreadable=lost, backup=backup, problem=problem)
+
+
+def _salvage(backup):
+    """(the readable rows of messages, how many ids could not be read; None when unknown)."""
+    salvaged, lost = [], 0
+    try:
+        with _read_only(backup) as old:
+            try:
+                hi = old.execute("SELECT max(id) FROM messages").fetchone()[0] or 0
+            except sqlite3.DatabaseError:
+                # the table (or the schema naming it) cannot be read: how many rows it held is unknown
+                return _scan_unbounded(old), None
+            for lo in range(1, hi + 1, 500):
+                try:
+                    salvaged += [dict(r) for r in old.execute(
+                        "SELECT * FROM messages WHERE id BETWEEN ? AND ?", (lo, lo + 499))]
+                except sqlite3.DatabaseError:
+                    for i in range(lo, min(lo + 500, hi + 1)):
+                        try:
+                            salvaged += [dict(r) for r in old.execute("SELECT * FROM messages WHERE id = ?", (i,))]
+                        except sqlite3.DatabaseError:
+                            lost += 1  # this id's page cannot be read (there may have been no row)
+    except sqlite3.DatabaseError:
+        return salvaged, None
+    return salvaged, lost
+
+
+def _scan_unbounded(old, step=500, give_up=20):
+    """The rows readable by id range when max(id) is not: stop after *give_up* empty ranges."""
+    rows, empty, lo = [], 0, 1
+    while empty < give_up:
+        try:
+            got = [dict(r) for r in old.execute("SELECT * FROM messages WHERE id BETWEEN ? AND ?",
+                                                (lo, lo + step - 1))]
+        except sqlite3.DatabaseError:
+            got = []
+        rows += got
+        empty = 0 if got else empty + 1
+        lo += step
+    return rows
