@@ -85,11 +85,24 @@ def log_exception(where, exc=None):
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)  # tracebacks quote conversations
         with open(fd, "a", encoding="utf-8", errors="replace") as f:
             f.write(f"--- {format_utc()} {where} (pid {os.getpid()})\n")
-            if exc is not None:
+            if exc is not None and exc is not _NO_EXCEPTION:
                 traceback.print_exception(type(exc), exc, exc.__traceback__, file=f)
         return path
     except Exception:
         return None
+
+
+def log_line(text):
+    """Append one dated line (UTC time, *text*, pid) to ctxd's log file, no traceback; its path,
+    or None when it cannot be written (never raises)."""
+    return log_exception(text, _NO_EXCEPTION)
+
+
+class _NoException(Exception):
+    pass
+
+
+_NO_EXCEPTION = _NoException()
 
 
 def _is_domain(exc):

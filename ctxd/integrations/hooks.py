@@ -65,6 +65,13 @@ def _id(payload, key):
     return str(v) if isinstance(v, (str, int)) else ""
 
 
+# A hook waits this long for another process's write lock, then queues what it was given
+# in the spool (ctxd.memory.spool) instead; and spends at most this long storing what
+# earlier hooks queued. The AI CLI waits for the hook: it must answer in well under a second.
+HOOK_BUSY_SECONDS = 0.2
+HOOK_REPLAY_SECONDS = 0.15
+
+
 def _memory(payload, redact=True):
     """The memory of the project the payload's cwd is in."""
     cwd = payload.get("cwd")
@@ -74,42 +81,25 @@ def _memory(payload, redact=True):
         raise HookError(f"the payload's cwd {cwd} does not exist (nothing recorded for it)")
     from ctxd.memory.core import ProjectMemory
 
-    return ProjectMemory.at(os.path.abspath(os.path.expanduser(cwd)), redact=redact)
+    return ProjectMemory.at(os.path.abspath(os.path.expanduser(cwd)), redact=redact,
+                            busy_timeout=HOOK_BUSY_SECONDS, replay_limit=HOOK_REPLAY_SECONDS)
 
 
 # Live records (prompts and responses seen by hooks, Codex notify) are provisional:
 # an imported transcript is the record, tool calls and all. Claude's prompts share
 # their dedup key with the importer; the Gemini and Codex importers key by record id
-# or line, so after an import the live copies it now holds are deleted.
-
-def _live_prefixes(tool, session):
-    return {"gemini": (f"gemini-hook:{session}:",),
-            "codex": (f"codex:{session}:", f"codex-hook:{session}:")}.get(tool, ())
-
-
-def _imported(tool, session):
-    """Whether a dedup key is one the transcript importer of *tool* gave."""
-    def test(key):
-        if not key:
-            return False
-        if tool == "gemini":
-            return key.startswith(f"gemini:{session}:")
-        if tool == "codex":
-            head = f"codex:{session}:"
-            return key.startswith(head) and key[len(head):].isdigit()  # the rollout importer's codex:<id>:<line>
-        return False
-    return test
-
+# or line, so after an import the live copies it now holds are deleted
+# (ProjectMemory.reconcile_tool).
 
 def _reconcile(mem, tool, session):
-    return mem.reconcile_live(_live_prefixes(tool, session), _imported(tool, session), session)
+    return mem.reconcile_tool(tool, session)
 
 
 def _record(mem, messages, tool=None, session=None):
     """Store the live records; for Codex, drop again at once a live record an imported
     transcript already holds. How many were added."""
     with mem.transaction():
-        added = mem.record(messages, render=False)
+        added = mem.record([dict(m) for m in messages], render=False)
         if added and tool == "codex":
             _reconcile(mem, tool, session)
     if added:
@@ -117,42 +107,96 @@ def _record(mem, messages, tool=None, session=None):
     return len(added)
 
 
+def _import(mem, tool, path, session):
+    """Import what the transcript gained (batch by batch: a long import never holds the lock)."""
+    added, _malformed = mem.import_transcript(path, tool)
+    gone = _reconcile(mem, tool, session) if added else 0
+    if added or gone:
+        mem.changed()
+
+
+def _write(tool, payload, records=(), transcript=None, then=None, mem=None):
+    """Store *records*, then import *transcript*; *then(mem)* after that (its result returned).
+
+    When the store cannot take them now (busy past HOOK_BUSY_SECONDS, disk full, read-only,
+    corrupt), what was not stored yet is queued in the spool (redacted) for the next writer,
+    with one line in the log and on stderr; the hook still exits 0.
+    """
+    from ctxd.memory.store import StoreUnavailable
+
+    session = _id(payload, "session_id")
+    mem = mem or _memory(payload)
+    try:
+        with mem:
+            if records:
+                _record(mem, records, tool, session)
+                records = ()
+            if transcript:
+                _import(mem, tool, transcript, session)
+                transcript = None
+            return then(mem) if then else None
+    except StoreUnavailable as e:
+        if not records and not transcript:
+            raise  # all was stored; what failed after is only logged
+        why = e
+    _spool(mem, tool, payload, session, records, transcript, why)
+    return None
+
+
+def _spool(mem, tool, payload, session, records, transcript, why):
+    from ctxd import boundary
+
+    event = _str(payload, "hook_event_name") or tool
+    try:
+        path = mem.spool(tool, event, session, records, transcript)
+    except OSError as e:
+        raise HookError(f"{why.message}; queueing the {event} event failed too ({e})") from e
+    line = f"chat hook {tool}: {event} queued in {path}, stored by the next write ({why.message})"
+    boundary.log_line(line)
+    boundary.say(f"ctxd: {line[:300]}")
+
+
 # -- event handlers ---------------------------------------------------------------
 # Each takes (tool, payload) and returns the JSON object to print, or None.
 
 def on_session_start(tool, payload):
     # never creates a store just to read it; only reading: no redaction rules to compile
+    import sqlite3
+
+    from ctxd.memory.store import StoreBusy
+
     with _memory(payload, redact=False) as mem:
-        text = mem.session_context(session=_id(payload, "session_id"))
+        try:
+            text = mem.session_context(session=_id(payload, "session_id"))
+        except (StoreBusy, sqlite3.OperationalError) as e:
+            if not isinstance(e, StoreBusy) and "locked" not in str(e):
+                raise
+            # another process holds the store even against readers: context.md as last rendered
+            text = mem.rendered_context()
+            from ctxd import boundary
+
+            boundary.log_line(f"chat hook {tool}: SessionStart: the store is busy ({e}); "
+                              f"{'context.md as last rendered was injected' if text else 'nothing injected'}")
     if not text:
         return None
     return {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
 
 
 def _prompt_key(tool, payload, session, text):
+    """{"dedup": key} or {"dedup_nth": prefix}: the n-th identical prompt gets prefix + n, the
+    first n not stored yet (ProjectMemory.record). Probing the keys (rather than comparing
+    contents) counts the same prompt however it was stored, redacted or offloaded, by a hook
+    or by an import; it happens when the prompt is stored, a spooled one included."""
     if tool == "claude":
         from ctxd.integrations.importers import claude_prompt_dedup
 
-        return lambda store: _nth(store, lambda k: claude_prompt_dedup(session, text, k))
+        return {"dedup_nth": claude_prompt_dedup(session, text, "")}
     if tool == "codex":
         turn = _id(payload, "turn_id")
         if turn:
             # The key codex-notify gives the turn's first input message: one record, whichever runs.
-            return f"codex:{session}:{turn}:user:0"
-    digest = _sha(text)[:32]
-    return lambda store: _nth(store, lambda k: f"{tool}-hook:{session}:user:{digest}:{k}")
-
-
-def _nth(store, make):
-    """make(k) for the first k (1, 2, ...) not stored yet: 1 + how many are stored already.
-
-    Probing the keys (rather than comparing contents) counts the same prompt
-    however it was stored, redacted or offloaded, by a hook or by an import.
-    """
-    k = 1
-    while store.has_dedup(make(k)):
-        k += 1
-    return make(k)
+            return {"dedup": f"codex:{session}:{turn}:user:0"}
+    return {"dedup_nth": f"{tool}-hook:{session}:user:{_sha(text)[:32]}:"}
 
 
 PROMPT_EVENT = {"claude": "UserPromptSubmit", "codex": "UserPromptSubmit", "gemini": "BeforeAgent"}
@@ -166,10 +210,9 @@ def on_prompt(tool, payload):
     # what the user typed: Gemini puts ctxd's own SessionStart context in front of it
     rec = items.user_record(_str(payload, "prompt"), session=session, source=tool, dedup=None)
     text = rec["content"]
-    rec["dedup"] = _prompt_key(tool, payload, session, text)
-    with _memory(payload) as mem:
-        _record(mem, [rec], tool, session)
-        extra = mem.prompt_context(session, text) if rec["kind"] == "prompt" else ""
+    rec.update(_prompt_key(tool, payload, session, text), ts=rec.get("ts") or _now())
+    extra = _write(tool, payload, [rec],
+                   then=lambda mem: mem.prompt_context(session, text) if rec["kind"] == "prompt" else "")
     if not extra:
         return None
     return {"hookSpecificOutput": {"hookEventName": PROMPT_EVENT[tool], "additionalContext": extra}}
@@ -179,9 +222,15 @@ def on_gemini_response(tool, payload):
     response = _str(payload, "prompt_response")
     session = _id(payload, "session_id")
     key = f"gemini-hook:{session}:{_sha(_str(payload, 'prompt') + chr(0) + response)[:32]}"
-    with _memory(payload) as mem:
-        _record(mem, [dict(kind="reply", content=response, session=session, source=tool, dedup=key)])
+    _write(tool, payload, [dict(kind="reply", content=response, session=session, source=tool, dedup=key,
+                                ts=_now())])
     return None
+
+
+def _now():
+    import time
+
+    return time.time()
 
 
 def on_transcript(tool, payload):
@@ -194,11 +243,7 @@ def on_transcript(tool, payload):
         return None
     if not os.path.isfile(path):
         raise HookError(f"the transcript {path} is not a file")
-    with _memory(payload) as mem:  # imported batch by batch: a long import never holds the lock
-        added, _malformed = mem.import_transcript(path, tool)
-        gone = _reconcile(mem, tool, _id(payload, "session_id")) if added else 0
-        if added or gone:
-            mem.changed()
+    _write(tool, payload, transcript=path)
     return None
 
 
@@ -210,9 +255,8 @@ def on_codex_stop(tool, payload):
     session, turn = _id(payload, "session_id"), _id(payload, "turn_id")
     last = _str(payload, "last_assistant_message")
     if session and turn and last.strip():
-        with _memory(payload) as mem:
-            _record(mem, [dict(kind="reply", content=last, session=session, source=tool,
-                               dedup=f"codex:{session}:{turn}:assistant")], tool, session)
+        _write(tool, payload, [dict(kind="reply", content=last, session=session, source=tool, ts=_now(),
+                                    dedup=f"codex:{session}:{turn}:assistant")])
     return on_transcript(tool, payload)
 
 
@@ -354,13 +398,19 @@ def codex_notify(args):
     last = _str(payload, "last-assistant-message")
     if _is_title_turn(inputs, last):
         return None
-    with _memory(payload) as mem:
-        messages = [dict(kind="prompt", content=m, session=thread, source="codex",
-                         dedup=f"codex:{thread}:{turn}:user:{i}")
-                    for i, m in enumerate(_new_inputs(mem, thread, turn, inputs))]
-        messages.append(dict(kind="reply", content=last, session=thread, source="codex",
-                             dedup=f"codex:{thread}:{turn}:assistant"))
-        _record(mem, messages, "codex", thread)
+    from ctxd.memory.store import StoreUnavailable
+
+    mem = _memory(payload)
+    try:
+        inputs = _new_inputs(mem, thread, turn, inputs)
+    except StoreUnavailable:
+        pass  # unreadable now: every input is queued (its keys keep a stored one from doubling)
+    now = _now()
+    messages = [dict(kind="prompt", content=m, session=thread, source="codex", ts=now,
+                     dedup=f"codex:{thread}:{turn}:user:{i}") for i, m in enumerate(inputs)]
+    messages.append(dict(kind="reply", content=last, session=thread, source="codex", ts=now,
+                         dedup=f"codex:{thread}:{turn}:assistant"))
+    _write("codex", dict(payload, session_id=thread, hook_event_name="agent-turn-complete"), messages, mem=mem)
     return None
 
 

@@ -62,20 +62,25 @@ class NoStore(NotFoundError):
 class ProjectMemory:
     """The conversation memory of one project (see the module docstring)."""
 
-    def __init__(self, project, *, redact=True):
+    def __init__(self, project, *, redact=True, busy_timeout=None, replay_limit=None):
+        """*busy_timeout*: seconds a write waits for another process's lock (the store's default
+        when None); *replay_limit*: seconds the first write open may spend replaying the spool
+        (all of it when None)."""
         self.project = project
         self.root = project.root
         self.paths = MemoryPaths(project.context_dir)
         self._redact = redact
         self._store = None
+        self._busy_timeout = busy_timeout
+        self._replay_limit = replay_limit
 
     # -- opening ------------------------------------------------------------------
     @classmethod
-    def at(cls, cwd=None, environ=None, *, redact=True):
+    def at(cls, cwd=None, environ=None, *, redact=True, busy_timeout=None, replay_limit=None):
         """The memory of the project holding *cwd* ($PWD by default)."""
         from ctxd.memory.project import locate
 
-        return cls(locate(cwd, environ), redact=redact)
+        return cls(locate(cwd, environ), redact=redact, busy_timeout=busy_timeout, replay_limit=replay_limit)
 
     @property
     def context_dir(self):
@@ -101,8 +106,42 @@ class ProjectMemory:
                 raise NoStore(f"no conversation recorded for {self.root} yet (ctxd chat add / import / install)")
             from ctxd.memory.project import open_store
 
-            self._store = open_store(self.project, redact=self._redact, create=create)
+            self._store = open_store(self.project, redact=self._redact, create=create,
+                                     busy_timeout=self._busy_timeout)
+            if create:  # a writer: what hooks spooled goes in first
+                self.replay_spool(self._replay_limit)
         return self._store
+
+    # -- the spool (ctxd.memory.spool): what hooks could not store yet ---------------
+    def spool(self, tool, event, session, records=(), transcript=None):
+        """Queue a hook event the store cannot take now (records redacted first); the entry's path."""
+        from ctxd.memory import spool
+        from ctxd.memory.project import redactor
+
+        return spool.put(self.paths.spool, tool, event, session, records, transcript,
+                         redactor=redactor(self.project) if self._redact else None)
+
+    def spooled(self):
+        """How many hook events wait in the spool."""
+        from ctxd.memory import spool
+
+        return len(spool.names(self.paths.spool))
+
+    def replay_spool(self, time_limit=None):
+        """Store what the spool holds (oldest first, at most *time_limit* seconds); how many
+        entries. Never raises: a store that still cannot take them leaves them for the next
+        writer, and anything else is logged."""
+        from ctxd.memory import spool
+
+        if not os.path.isdir(self.paths.spool):
+            return 0
+        try:
+            return spool.replay(self, self.paths.spool, time_limit)
+        except Exception as e:
+            from ctxd import boundary
+
+            boundary.log_exception(f"spool: replay into {self.paths.store} stopped ({boundary.describe(e)})", e)
+            return 0
 
     def close(self):
         if self._store is not None:
@@ -140,6 +179,11 @@ class ProjectMemory:
         for m in messages:
             if callable(m.get("dedup")):
                 m["dedup"] = m["dedup"](store)
+            elif m.get("dedup_nth"):  # the n-th identical record: the prefix + the first n not stored
+                prefix, k = m.pop("dedup_nth"), 1
+                while store.has_dedup(f"{prefix}{k}"):
+                    k += 1
+                m["dedup"] = f"{prefix}{k}"
         added = store.add_many(messages, redact=redact)
         if added and render:
             self.changed()
@@ -179,6 +223,24 @@ class ProjectMemory:
                 used.add(twin)
                 gone += store.forget(mid=row["id"])
         return gone
+
+    def reconcile_tool(self, tool, session):
+        """reconcile_live for the live records AI CLI *tool*'s hooks keep in *session*: Gemini's and
+        Codex's (their importers key by record id or line; Claude's prompts share the importer's key)."""
+        prefixes = {"gemini": (f"gemini-hook:{session}:",),
+                    "codex": (f"codex:{session}:", f"codex-hook:{session}:")}.get(tool, ())
+
+        def imported(key):
+            if not key:
+                return False
+            if tool == "gemini":
+                return key.startswith(f"gemini:{session}:")
+            if tool == "codex":
+                head = f"codex:{session}:"
+                return key.startswith(head) and key[len(head):].isdigit()  # the rollout importer's codex:<id>:<line>
+            return False
+
+        return self.reconcile_live(prefixes, imported, session)
 
     def import_file(self, path, fmt="auto", *, session=None, progress=None):
         """Import a whole file (idempotent); the ImportResult."""
@@ -436,6 +498,19 @@ class ProjectMemory:
             nl = cut.rfind("\n")
             text = cut[: nl + 1] if nl > room // 2 else cut
         return text.rstrip("\n") + "\n" + note
+
+    def rendered_context(self, limit_chars=HOOK_CONTEXT_CHARS):
+        """context.md as last rendered (the store is not read), cut at a line boundary to
+        *limit_chars*; "" when there is none. What a session starts with when the store is busy."""
+        try:
+            with open(self.paths.context_file, encoding="utf-8", errors="replace") as f:
+                text = f.read(limit_chars + 1)
+        except OSError:
+            return ""
+        if len(text) > limit_chars:
+            cut = text[:limit_chars]
+            text = cut[: cut.rfind("\n") + 1] or cut
+        return text if text.strip() else ""
 
     def refresh(self):
         """Facts and (when configured) the LLM summary up to date: (messages read, summarizer status)."""

@@ -7,6 +7,7 @@
       decisions.jsonl           every mode decision of the context engine
       cache/                    summaries by range, the LLM summary and its status
       handoffs/                 versioned handoff archives and their index
+      spool/                    hook events the store could not take yet (ctxd.memory.spool)
       .summary.lock             one background summarizer at a time
       .facts.lock               one process extracting facts at a time
 
@@ -24,7 +25,7 @@ class MemoryPaths:
     """The files of one context directory (see the module docstring)."""
 
     __slots__ = ("context_dir", "store", "outputs", "context_file", "context_lock", "cache", "decisions",
-                 "llm_summary", "summarizer_status", "summary_lock", "facts_lock", "handoffs")
+                 "llm_summary", "summarizer_status", "summary_lock", "facts_lock", "handoffs", "spool")
 
     def __init__(self, context_dir):
         j = os.path.join
@@ -40,6 +41,7 @@ class MemoryPaths:
         self.summary_lock = j(context_dir, ".summary.lock")
         self.facts_lock = j(context_dir, ".facts.lock")
         self.handoffs = j(context_dir, "handoffs")
+        self.spool = j(context_dir, "spool")
 
     def to_json(self):
         return {k: getattr(self, k) for k in self.__slots__}

@@ -73,14 +73,22 @@ def exclude_from_git(project):
         f.write(f"\n# ctxd conversation store\n{line}\n")
 
 
-def open_store(project, *, redact=True, create=True):
+def redactor(project):
+    """The project's redactor: config.toml's [redact] rules, and the values ctxd itself sets from
+    trusted .contextrc files whose names look secret."""
     from ctxd.memory import redact as redact_mod
-    from ctxd.memory.store import DEFAULT_OFFLOAD, Store
+
+    raw = project.config.get("raw", {}) if isinstance(project.config, dict) else {}
+    return redact_mod.from_config(raw, env=getattr(project, "secrets", None))
+
+
+def open_store(project, *, redact=True, create=True, busy_timeout=None):
+    from ctxd.memory.store import BUSY_TIMEOUT, DEFAULT_OFFLOAD, Store
 
     raw = project.config.get("raw", {}) if isinstance(project.config, dict) else {}
     threshold = (raw.get("store") or {}).get("offload_threshold", DEFAULT_OFFLOAD) if isinstance(raw, dict) else DEFAULT_OFFLOAD
-    # the values ctxd itself sets from trusted .contextrc files whose names look secret go too
-    redactor = redact_mod.from_config(raw, env=getattr(project, "secrets", None)) if redact else None
     if create:
         exclude_from_git(project)
-    return Store(project.context_dir, redactor=redactor, offload_threshold=int(threshold), create=create)
+    return Store(project.context_dir, redactor=redactor(project) if redact else None,
+                 offload_threshold=int(threshold), create=create,
+                 busy_timeout=BUSY_TIMEOUT if busy_timeout is None else busy_timeout)
