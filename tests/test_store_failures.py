@@ -251,7 +251,8 @@ def test_a_full_disk_is_reported_as_full_by_write_commands(project):
     r = subprocess.run([sys.executable, str(FULL_HOOK), "--cli", "chat", "add", "x" * 6000],
                        capture_output=True, text=True, timeout=60, cwd=project, env=dict(os.environ, PWD=str(project)))
     assert r.returncode == 1
-    assert "is full" in r.stderr and "corrupt" not in r.stderr and "Traceback" not in r.stderr
+    assert r.stderr.startswith("ctxd: the disk holding the conversation store ") and "is full" in r.stderr
+    assert "corrupt" not in r.stderr and "internal error" not in r.stderr
 
 
 # -- read-only ---------------------------------------------------------------------------

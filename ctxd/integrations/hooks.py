@@ -19,11 +19,14 @@ The project is found from the payload's ``cwd``. What each event does:
   environment into ``$CLAUDE_ENV_FILE`` for its Bash tool
   (``ctxd.integrations.agent_env``).
 
-A hook never fails the AI CLI: whatever goes wrong (bad JSON, no cwd, a
-corrupt store, a bug), it exits 0 having injected nothing, and the reason goes
-to the ctxd log file with its traceback. Gemini CLI reads stdout as JSON only,
-so for Gemini exactly one JSON object is printed every time (``{}`` when
-there is nothing to add).
+A hook never fails the AI CLI: whatever goes wrong (bad JSON, no cwd, a bug),
+it exits 0 having injected nothing, and the reason goes to the ctxd log file
+with its traceback. A store that cannot take a write (held by another process
+past ``HOOK_BUSY_SECONDS``, on a full disk, read-only, corrupt) loses nothing
+either: what the hook was given is queued in the spool (``ctxd.memory.spool``,
+redacted first), one line says so in the log, and the next writer stores it.
+Gemini CLI reads stdout as JSON only, so for Gemini exactly one JSON object is
+printed every time (``{}`` when there is nothing to add).
 
 This module is on the hook's hot path: it imports nothing but the standard
 library at the top, and never imports click (``ctxd._entry`` dispatches

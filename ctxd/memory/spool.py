@@ -21,6 +21,7 @@ between that commit and the file's removal never stores them twice; a
 transcript is re-imported (imports are idempotent). Then the file goes.
 """
 
+import contextlib
 import json
 import os
 import time
@@ -65,7 +66,8 @@ def replay(mem, spool_dir, time_limit=None):
     """Store the pending entries into *mem*'s open store, oldest first; how many were replayed.
 
     Stops at the first entry the store cannot take (still busy, full, ...: it stays for the
-    next writer) and, with *time_limit* (seconds), once that much time has passed. Another
+    next writer) and, with *time_limit* (seconds), once that much time has passed; with a
+    time limit a store still held by another process is not waited for at all. Another
     process replaying already: nothing is done here. An entry that is not valid JSON is
     renamed ``.bad`` (kept, logged) so it never blocks the rest.
     """
@@ -78,8 +80,10 @@ def replay(mem, spool_dir, time_limit=None):
         return 0
     end = None if time_limit is None else time.monotonic() + time_limit
     done, changed = 0, False
+    # with a time limit (a hook), a store still held is not waited for: the hook's own write waits
+    wait = mem.store().waiting(0) if time_limit is not None else contextlib.nullcontext()
     try:
-        with locked(os.path.join(spool_dir, ".lock"), blocking=False):
+        with locked(os.path.join(spool_dir, ".lock"), blocking=False), wait:
             for name in names(spool_dir):
                 if end is not None and time.monotonic() > end:
                     break

@@ -500,6 +500,15 @@ class Store(FactsTables, TasksTables, ConceptsTables, SessionTables, SyncTables)
             self._rollback()
             raise _typed(e, self.path) from None
 
+    @contextlib.contextmanager
+    def waiting(self, seconds):
+        """Inside, a write waits at most *seconds* for another process's lock (0: not at all)."""
+        self.db.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
+        try:
+            yield
+        finally:
+            self.db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+
     def _rollback(self):
         if self.db.in_transaction:  # SQLite may have rolled back already (SQLITE_FULL, say)
             self.db.execute("ROLLBACK")
