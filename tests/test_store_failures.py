@@ -246,6 +246,50 @@ def test_a_prompt_on_a_full_disk_is_queued_and_the_store_is_not_called_corrupt(p
     assert contents(project)[-2:] == [big, "space again"]
 
 
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 2 MiB tmpfs holding the user's data dir (the store), or a skip where mounting is not
+    allowed (the max_page_count tests above cover the same code there)."""
+    data = Path(os.environ["XDG_DATA_HOME"])
+    data.mkdir(parents=True, exist_ok=True)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(data)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("mounting a tmpfs is not allowed here")
+    try:
+        yield data
+    finally:
+        subprocess.run(["umount", "-l", str(data)], capture_output=True)
+
+
+def fill(disk, leave):
+    free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
+    with open(disk / "filler", "wb") as f:
+        try:
+            f.write(b"\0" * max(free - leave, 0))
+        except OSError:
+            pass
+
+
+def test_a_real_full_disk_is_called_full_and_recover_leaves_the_store(project, small_disk):
+    db = seed(project, ["the cutover is on Friday"])
+    before = db.read_bytes()
+    fill(small_disk, 16384)
+    r = hook(prompt_payload(project, "a prompt on a full disk " * 200))
+    assert r.returncode == 0 and "the disk is full" in r.stderr.decode()
+    [line] = queued_lines(log_text())
+    assert "is full" in line and "corrupt" not in line
+    # the context dir's disk had no room for the spool either: it went to the state dir's
+    assert len(list(Path(paths.state_dir()).glob("spool/*/*.json"))) == 1
+    add = ctxd("chat", "add", "y" * 6000, cwd=project)
+    assert add.returncode == 1 and "is full" in add.stderr and "corrupt" not in add.stderr
+    rec = ctxd("chat", "recover", cwd=project)
+    assert "is full" in rec.stderr and "Traceback" not in rec.stderr
+    assert not list(db.parent.glob("store.db.corrupt-*")) and db.read_bytes() == before
+    (small_disk / "filler").unlink()
+    assert ctxd("chat", "add", "space again", cwd=project).returncode == 0
+    assert contents(project) == ["the cutover is on Friday", "a prompt on a full disk " * 200, "space again"]
+
+
 def test_a_full_disk_is_reported_as_full_by_write_commands(project):
     seed(project)
     r = subprocess.run([sys.executable, str(FULL_HOOK), "--cli", "chat", "add", "x" * 6000],
@@ -290,6 +334,31 @@ def test_a_read_only_store_is_read_not_called_corrupt_and_hooks_queue(project):
     add = ctxd("chat", "add", "writable again", cwd=project, prefix=unprivileged())
     assert add.returncode == 0, add.stderr
     assert contents(project)[-2:] == ["while read-only", "writable again"]
+
+
+def test_a_store_in_a_read_only_directory_is_read_and_hooks_queue_under_the_state_dir(project):
+    db = seed(project, ["the cutover is on Friday"])
+    d = db.parent
+    d.chmod(0o500)
+    try:
+        low = unprivileged()
+        log = ctxd("chat", "log", cwd=project, prefix=low)
+        assert log.returncode == 0 and "the cutover is on Friday" in log.stdout, log.stderr
+        add = ctxd("chat", "add", "x", cwd=project, prefix=low)
+        assert add.returncode == 1 and "read-only" in add.stderr and "corrupt" not in add.stderr
+        r = hook(prompt_payload(project, f"key {SECRET} while the directory is read-only"), prefix=low)
+        assert r.returncode == 0
+        [entry] = Path(paths.state_dir()).glob("spool/*/*.json")
+        assert SECRET not in entry.read_text()
+        [line] = queued_lines(log_text())
+        assert "read-only" in line and str(entry) in line
+        rec = ctxd("chat", "recover", cwd=project, prefix=low)
+        assert "Traceback" not in rec.stderr and not list(d.glob("store.db.corrupt-*"))
+    finally:
+        d.chmod(0o700)
+    assert ctxd("chat", "add", "writable again", cwd=project, prefix=unprivileged()).returncode == 0
+    assert contents(project)[-2:] == ["key [REDACTED:openai-key] while the directory is read-only", "writable again"]
+    assert not list(Path(paths.state_dir()).glob("spool/*/*.json"))
 
 
 # -- corrupt -----------------------------------------------------------------------------

@@ -154,9 +154,8 @@ def _spool(mem, tool, payload, session, records, transcript, why):
         path = mem.spool(tool, event, session, records, transcript)
     except OSError as e:
         raise HookError(f"{why.message}; queueing the {event} event failed too ({e})") from e
-    line = f"chat hook {tool}: {event} queued in {path}, stored by the next write ({why.message})"
-    boundary.log_line(line)
-    boundary.say(f"ctxd: {line[:300]}")
+    boundary.log_line(f"chat hook {tool}: {event} queued in {path}, stored by the next write ({why.message})")
+    boundary.say(f"ctxd: chat hook {tool}: {why.short}: {event} queued in {path}, stored by the next write")
 
 
 # -- event handlers ---------------------------------------------------------------

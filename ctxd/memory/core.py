@@ -118,14 +118,28 @@ class ProjectMemory:
         from ctxd.memory import spool
         from ctxd.memory.project import redactor
 
-        return spool.put(self.paths.spool, tool, event, session, records, transcript,
-                         redactor=redactor(self.project) if self._redact else None)
+        red = redactor(self.project) if self._redact else None
+        beside, elsewhere = self._spool_dirs()
+        try:
+            return spool.put(beside, tool, event, session, records, transcript, redactor=red)
+        except OSError as e:  # a read-only or full context dir: the state dir may be elsewhere
+            try:
+                return spool.put(elsewhere, tool, event, session, records, transcript, redactor=red)
+            except OSError:
+                raise e from None
+
+    def _spool_dirs(self):
+        """(the spool beside the store, the one under the state dir for when that cannot be written)."""
+        from ctxd import paths
+        from ctxd.activation.fileio import sha256_hex
+
+        return self.paths.spool, os.path.join(paths.state_dir(), "spool", sha256_hex(self.context_dir)[:16])
 
     def spooled(self):
         """How many hook events wait in the spool."""
         from ctxd.memory import spool
 
-        return len(spool.names(self.paths.spool))
+        return sum(len(spool.names(d)) for d in self._spool_dirs())
 
     def replay_spool(self, time_limit=None):
         """Store what the spool holds (oldest first, at most *time_limit* seconds); how many
@@ -133,10 +147,11 @@ class ProjectMemory:
         writer, and anything else is logged."""
         from ctxd.memory import spool
 
-        if not os.path.isdir(self.paths.spool):
+        dirs = [d for d in self._spool_dirs() if os.path.isdir(d)]
+        if not dirs:
             return 0
         try:
-            return spool.replay(self, self.paths.spool, time_limit)
+            return spool.replay(self, dirs, time_limit)
         except Exception as e:
             from ctxd import boundary
 

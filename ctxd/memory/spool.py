@@ -1,6 +1,8 @@
 """The spool: what an AI CLI hook could not store (the store busy, full, read-only or corrupt).
 
-One file per event in ``<context dir>/spool/``, named by the time it was written
+One file per event in ``<context dir>/spool/`` (when that cannot be written, a
+read-only directory say: ``<state dir>/spool/<key of the context dir>/``, the
+log's file system), named by the time it was written
 (``<ns>-<pid>-<random>.json``, 0600), written whole or not at all (a temp file
 fsynced and linked into place: ``ctxd.activation.fileio.atomic_write``), so
 concurrent hooks never interleave and a crash never leaves half an entry. The
@@ -62,8 +64,26 @@ def put(spool_dir, tool, event, session, records=(), transcript=None, redactor=N
     return path
 
 
-def replay(mem, spool_dir, time_limit=None):
-    """Store the pending entries into *mem*'s open store, oldest first; how many were replayed.
+def _pending(dirs):
+    """[(name, dir)] of the entries in *dirs*, oldest first (names sort by time)."""
+    return sorted((n, d) for d in dirs for n in names(d))
+
+
+def _lock_dir(dirs):
+    """Where the replay lock lives: the first of *dirs* that exists or can be made."""
+    for d in dirs:
+        try:
+            os.makedirs(d, mode=0o700, exist_ok=True)
+            if os.access(d, os.W_OK):
+                return d
+        except OSError:
+            pass
+    return dirs[-1]
+
+
+def replay(mem, spool_dirs, time_limit=None):
+    """Store the pending entries of *spool_dirs* into *mem*'s open store, oldest first (the
+    entries of every dir in one order); how many were replayed.
 
     Stops at the first entry the store cannot take (still busy, full, ...: it stays for the
     next writer) and, with *time_limit* (seconds), once that much time has passed; with a
@@ -75,16 +95,15 @@ def replay(mem, spool_dir, time_limit=None):
     from ctxd.activation.fileio import Busy, locked
     from ctxd.memory.store import StoreUnavailable
 
-    pending = names(spool_dir)
-    if not pending:
+    if not _pending(spool_dirs):
         return 0
     end = None if time_limit is None else time.monotonic() + time_limit
     done, changed = 0, False
     # with a time limit (a hook), a store still held is not waited for: the hook's own write waits
     wait = mem.store().waiting(0) if time_limit is not None else contextlib.nullcontext()
     try:
-        with locked(os.path.join(spool_dir, ".lock"), blocking=False), wait:
-            for name in names(spool_dir):
+        with locked(os.path.join(_lock_dir(spool_dirs), ".lock"), blocking=False), wait:
+            for name, spool_dir in _pending(spool_dirs):
                 if end is not None and time.monotonic() > end:
                     break
                 path = os.path.join(spool_dir, name)

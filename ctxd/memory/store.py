@@ -259,22 +259,37 @@ class StoreUnavailable(StoreError):
     """The store cannot take a write now (busy, full, read-only, corrupt): what an AI CLI hook
     was given goes to the spool (ctxd.memory.spool) instead."""
 
+    short = "the store cannot be written"
+
 
 class StoreBusy(StoreUnavailable):
     """Another process holds the store's write lock longer than the busy timeout (SQLITE_BUSY)."""
 
+    short = "the store is busy"
+
 
 class StoreFull(StoreUnavailable):
     """The disk (or quota) holding the store is full (SQLITE_FULL, ENOSPC, EDQUOT)."""
+
+    short = "the disk is full"
 
 
 class StoreReadOnly(StoreUnavailable):
     """The store cannot be written: its file, directory or file system is read-only
     (SQLITE_READONLY, EACCES, EPERM, EROFS). Reading works."""
 
+    short = "the store is read-only"
+
+
+class StoreIOError(StoreUnavailable):
+    """The operating system failed a read or write of the store (SQLITE_IOERR) on a disk
+    that is not full: not damage to the store itself."""
+
+    short = "the store could not be read or written"
+
 
 class StoreCorrupt(StoreUnavailable):
-    pass
+    short = "the store is corrupt"
 
 
 class TimeUp(StoreError):
@@ -338,7 +353,7 @@ def _private(path):
         pass
 
 
-_BUSY, _LOCKED, _READONLY, _IOERR, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 5, 6, 8, 10, 11, 13, 14, 26
+_BUSY, _LOCKED, _READONLY, _IOERR, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 5, 6, 8, 10, 11, 13, 14, 26  # SQLite
 _PERM = 3
 
 
@@ -364,7 +379,24 @@ def unavailable(exc, path):
         return StoreReadOnly(_readonly_message(path, text))
     if primary in (_CORRUPT, _NOTADB):
         return StoreCorrupt(_corrupt_message(path, text))
+    if primary == _IOERR:  # a full disk often shows as one (growing the -shm, say): SQLite drops errno
+        if _nearly_full(path):
+            return StoreFull(_full_message(path, text))
+        return StoreIOError(f"the conversation store {path} could not be read or written ({text}); the file "
+                            f"system failed, not the store: nothing was written")
     return None
+
+
+FULL_BELOW = 1 << 20  # bytes free under which an I/O error is taken for a full disk
+
+
+def _nearly_full(path):
+    try:
+        st = os.statvfs(os.path.dirname(path) or ".")
+    except OSError:
+        return False
+    free = st.f_bfree if os.geteuid() == 0 else st.f_bavail  # root may write into the reserve
+    return free * st.f_frsize < FULL_BELOW
 
 
 def _corrupt_message(path, why):
@@ -425,12 +457,35 @@ class Store(FactsTables, TasksTables, ConceptsTables, SessionTables, SyncTables)
                 typed = StoreCorrupt(_corrupt_message(self.path, e))
             if typed is None:
                 raise
+            if isinstance(typed, StoreReadOnly):
+                db = self._connect_unchanging()
+                if db is not None:
+                    return db
             raise typed from None
         finally:
             os.umask(old_umask)
         for suffix in ("", "-wal", "-shm"):
             if os.path.exists(self.path + suffix):
                 _private(self.path + suffix)
+        return db
+
+    def _connect_unchanging(self):
+        """A connection that only reads, for a store in a read-only directory or file system
+        (SQLite cannot make its -wal and -shm there, so nothing can change it): None when a
+        -wal with writes in it is there (they would be missed) or it cannot be read."""
+        wal = self.path + "-wal"
+        if os.path.exists(wal) and os.path.getsize(wal) > 0:
+            return None
+        from urllib.parse import quote
+
+        try:
+            db = sqlite3.connect(f"file:{quote(self.path)}?mode=ro&immutable=1", uri=True, isolation_level=None)
+            db.row_factory = sqlite3.Row
+            if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                db.close()
+                return None
+        except sqlite3.DatabaseError:
+            return None
         return db
 
     def _sidecars_follow(self):
@@ -922,13 +977,19 @@ class Recovery:
 
 
 def check(path):
-    """"ok", or what SQLite's integrity check (or opening the file) found; reads only, and leaves
-    no -wal/-shm behind that was not there."""
-    with _read_only(path) as db:
-        try:
+    """"ok", or the damage SQLite's integrity check found (pages it cannot even read, a file that
+    is not a database); reads only, and leaves no -wal/-shm behind that was not there. A store
+    that cannot be checked now (busy, a full disk, an I/O error, unreadable) raises its
+    StoreUnavailable: that is no damage."""
+    try:
+        with _read_only(path) as db:
             return db.execute("PRAGMA integrity_check").fetchone()[0]
-        except sqlite3.DatabaseError as e:
+    except sqlite3.DatabaseError as e:
+        typed = unavailable(e, path)
+        if isinstance(typed, StoreCorrupt):
             return str(e)
+        raise typed or StoreError(f"the conversation store {path} cannot be checked now ({e}); "
+                                  f"it was left as it is") from None
 
 
 @contextlib.contextmanager
@@ -960,10 +1021,7 @@ def recover(context_dir):
     path = os.path.join(context_dir, DB_NAME)
     if not os.path.exists(path):
         raise StoreError(f"no store at {path}", ExitCode.NOT_FOUND)
-    try:
-        problem = check(path)
-    except sqlite3.DatabaseError as e:
-        problem = str(e)
+    problem = check(path)
     if problem == "ok":
         return Recovery(healthy=True)
     stamp = time.strftime("%Y%m%dT%H%M%S")
