@@ -169,6 +169,19 @@ def test_a_prompt_on_a_store_held_against_readers_is_queued(project):
     assert spooled(project) == []
 
 
+def test_doctor_names_a_busy_store_and_queued_events_and_refresh_stores_them(project):
+    db = seed(project)
+    with Holder(db, exclusive=True):
+        assert hook(prompt_payload(project, "queued for doctor")).returncode == 0
+        r = ctxd("doctor", "--json", cwd=project)
+        checks = {c["name"]: c for c in json.loads(r.stdout)["checks"]}
+        assert "busy" in checks["store"]["message"] and "recover" not in (checks["store"]["fix"] or "")
+    checks = {c["name"]: c for c in json.loads(ctxd("doctor", "--json", cwd=project).stdout)["checks"]}
+    assert checks["store spool"]["status"] == "warn" and "ctxd chat refresh" in checks["store spool"]["fix"]
+    assert ctxd("chat", "refresh", cwd=project).returncode == 0
+    assert contents(project)[-1] == "queued for doctor" and spooled(project) == []
+
+
 @pytest.mark.parametrize("tool,event", [("claude", "UserPromptSubmit"), ("gemini", "BeforeAgent"),
                                         ("codex", "UserPromptSubmit")])
 def test_identical_prompts_queued_and_replayed_twice_are_two_records(project, tool, event):

@@ -178,7 +178,8 @@ def export_record(m):
 
 @chat.command()
 def refresh():
-    """Bring facts and (with [summarizer] in config.toml) the LLM summary up to date.
+    """Store what AI CLI hooks queued, bring facts and (with [summarizer] in config.toml) the LLM
+    summary up to date.
 
     Run in the background after each recorded turn; safe to run by hand.
     """

@@ -428,12 +428,22 @@ def check_trust(environ):
     return Check("trust store", OK, f"{d}: {records} records, private")
 
 
+DOCTOR_BUSY_SECONDS = 1.0  # a store another process holds is reported, not waited for
+
+_UNAVAILABLE_FIX = {
+    "StoreBusy": "wait for the process holding it (a long ctxd chat import or ctxd sync) to finish",
+    "StoreFull": "free some space on the disk holding it",
+    "StoreReadOnly": "chmod u+w {db} and its directory (or remount the file system read-write)",
+    "StoreIOError": "check the disk (dmesg; smartctl)",
+}
+
+
 def check_store(environ):
     from ctxd.memory.core import ProjectMemory
-    from ctxd.memory.store import StoreCorrupt, StoreError
+    from ctxd.memory.store import StoreCorrupt, StoreError, StoreUnavailable
 
     try:
-        mem = ProjectMemory.at(environ=dict(environ), redact=False)
+        mem = ProjectMemory.at(environ=dict(environ), redact=False, busy_timeout=DOCTOR_BUSY_SECONDS)
     except Exception as e:
         return [Check("store", WARN, f"cannot tell this directory's project: {e}", "ctxd show")]
     db = mem.paths.store
@@ -446,6 +456,8 @@ def check_store(environ):
             result = mem.integrity()
     except StoreCorrupt:
         out = [Check("store", FAIL, f"{db} is corrupt (not a readable SQLite database)", recover)]
+    except StoreUnavailable as e:  # busy, full, read-only, failing disk: no damage, nothing to recover
+        out = [Check("store", FAIL, e.message, _UNAVAILABLE_FIX.get(type(e).__name__, "").format(db=shlex.quote(db)))]
     except StoreError as e:
         out = [Check("store", FAIL, e.message, "upgrade ctxd" if "newer ctxd" in e.message else recover)]
     else:
@@ -455,6 +467,10 @@ def check_store(environ):
             problems = [l for l in str(result).splitlines() if l.strip() and not l.startswith("***")] or [str(result)]
             more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
             out = [Check("store", FAIL, f"{db}: integrity check failed: {problems[0]}{more}", recover)]
+    queued = mem.spooled()
+    if queued:
+        out.append(Check("store spool", WARN, f"{queued} AI CLI hook event(s) queued while the store could not take "
+                         "them; the next write stores them", f"cd {shlex.quote(mem.root)} && ctxd chat refresh"))
     project = mem.project
     q = shlex.quote(project.context_dir)
     if fails:
@@ -473,7 +489,7 @@ def check_sync(environ):
     from ctxd.memory.core import ProjectMemory
 
     try:
-        with ProjectMemory.at(environ=dict(environ), redact=False) as mem:
+        with ProjectMemory.at(environ=dict(environ), redact=False, busy_timeout=DOCTOR_BUSY_SECONDS) as mem:
             found = mem.sync(dict(environ)).diagnose()
     except CtxdError as e:
         return [Check("sync", FAIL, e.message, "ctxd sync status")]

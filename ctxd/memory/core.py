@@ -528,10 +528,12 @@ class ProjectMemory:
         return text if text.strip() else ""
 
     def refresh(self):
-        """Facts and (when configured) the LLM summary up to date: (messages read, summarizer status)."""
+        """What hooks queued stored (the spool), facts and (when configured) the LLM summary up to
+        date: (messages read, summarizer status)."""
         from ctxd.memory import engine, summarizer
 
         store = self.store(create=False)
+        self.replay_spool()
         n = engine.refresh_facts(store)
         return n, summarizer.refresh(store, self.project.config)
 
