@@ -169,6 +169,23 @@ def test_a_prompt_on_a_store_held_against_readers_is_queued(project):
     assert spooled(project) == []
 
 
+def test_concurrent_hooks_on_a_locked_store_each_queue_their_own_entry(project):
+    db = seed(project)
+    with Holder(db):
+        procs = [subprocess.Popen([CTXD, "chat", "hook", "gemini"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE) for _ in range(8)]
+        outs = [p.communicate(prompt_payload(project, f"parallel prompt {i}", "BeforeAgent").encode(), timeout=60)
+                for i, p in enumerate(procs)]
+        assert all(p.returncode == 0 for p in procs)
+        assert all(json.loads(out) == {} for out, _err in outs)  # Gemini: exactly one JSON object
+        entries = spooled(project)
+        assert len(entries) == 8 and all(json.loads(e.read_text())["records"] for e in entries)
+    assert ctxd("chat", "add", "after", cwd=project).returncode == 0
+    got = contents(project)
+    assert sorted(c for c in got if c.startswith("parallel")) == [f"parallel prompt {i}" for i in range(8)]
+    assert got[-1] == "after" and spooled(project) == []
+
+
 def test_doctor_names_a_busy_store_and_queued_events_and_refresh_stores_them(project):
     db = seed(project)
     with Holder(db, exclusive=True):
