@@ -391,6 +391,21 @@ def test_a_store_in_a_read_only_directory_is_read_and_hooks_queue_under_the_stat
     assert not list(Path(paths.state_dir()).glob("spool/*/*.json"))
 
 
+def test_an_unreadable_store_is_neither_corrupt_nor_moved_by_recover(project):
+    db = seed(project, ["kept"])
+    db.chmod(0o000)
+    try:
+        low = unprivileged()
+        log = ctxd("chat", "log", cwd=project, prefix=low)
+        assert log.returncode == 1 and "cannot be opened" in log.stderr and "corrupt" not in log.stderr
+        rec = ctxd("chat", "recover", cwd=project, prefix=low)
+        assert rec.returncode == 1 and "Traceback" not in rec.stderr
+        assert not list(db.parent.glob("store.db.corrupt-*"))
+    finally:
+        db.chmod(0o600)
+    assert contents(project) == ["kept"]
+
+
 # -- corrupt -----------------------------------------------------------------------------
 
 def test_a_prompt_on_a_corrupt_store_is_queued_and_stored_after_recover(project):

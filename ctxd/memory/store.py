@@ -375,8 +375,14 @@ def unavailable(exc, path):
         return StoreBusy(f"the conversation store {path} is busy: another process holds its write lock ({text})")
     if primary == _FULL:
         return StoreFull(_full_message(path, text))
-    if primary in (_READONLY, _PERM) or (primary == _CANTOPEN and not os.access(os.path.dirname(path) or ".", os.W_OK)):
+    if primary in (_READONLY, _PERM):
         return StoreReadOnly(_readonly_message(path, text))
+    if primary == _CANTOPEN:  # SQLite could not open the file, its -wal or its -shm
+        readable = os.access(path, os.R_OK)
+        if readable and (not os.access(os.path.dirname(path) or ".", os.W_OK) or not os.access(path, os.W_OK)):
+            return StoreReadOnly(_readonly_message(path, text))
+        return StoreUnavailable(f"the conversation store {path} cannot be opened ({text}); check the permissions "
+                                f"of it, its -wal and -shm files and its directory")
     if primary in (_CORRUPT, _NOTADB):
         return StoreCorrupt(_corrupt_message(path, text))
     if primary == _IOERR:  # a full disk often shows as one (growing the -shm, say): SQLite drops errno
