@@ -189,6 +189,41 @@ def refresh():
 
 
 @chat.command()
+def embed():
+    """Embed the messages not embedded yet (the semantic extra), with a progress bar.
+
+    The detached `ctxd chat refresh` after each turn and import does the same; this waits
+    for it. Resumable: an interrupted run keeps what it embedded.
+    """
+    from ctxd.memory import embed as embed_mod
+
+    with _memory() as mem:
+        store = mem.store(create=False)
+        try:
+            embed_mod.model()
+        except embed_mod.Unavailable as e:
+            raise CtxdError(f"no semantic model: {e}; recall stays lexical", ExitCode.NOT_FOUND) from None
+        todo = embed_mod.backlog(store)
+        if not todo:
+            done, total = embed_mod.progress(store)
+            click.echo(f"ctxd: {done} of {total} messages embedded ({embed_mod.MODEL}); nothing to do")
+            return
+        if sys.stderr.isatty():
+            with click.progressbar(length=todo, label="embedding", file=sys.stderr) as bar:
+                last = [0]
+
+                def step(n):
+                    bar.update(n - last[0])
+                    last[0] = n
+
+                n = embed_mod.backfill(store, on_batch=step, wait=True)
+        else:
+            n = embed_mod.backfill(store, wait=True)  # after a background embedder, if one is running
+        done, total = embed_mod.progress(store)
+        click.echo(f"ctxd: {n} messages read here; {done} of {total} embedded ({embed_mod.MODEL})")
+
+
+@chat.command()
 def recover():
     """Salvage a damaged store: move it aside, copy every readable message into a new one.
 

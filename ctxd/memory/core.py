@@ -535,7 +535,25 @@ class ProjectMemory:
         store = self.store(create=False)
         self.replay_spool()
         n = engine.refresh_facts(store)
-        return n, summarizer.refresh(store, self.project.config)
+        status = summarizer.refresh(store, self.project.config)
+        self.embed_backlog(store)
+        return n, status
+
+    @staticmethod
+    def embed_backlog(store):
+        """Embed what is not embedded yet when the semantic extra is there (resumable; one
+        process at a time); never raises: recall stays lexical for what is left."""
+        from ctxd.memory import embed
+
+        try:
+            return embed.backfill(store)
+        except embed.Unavailable:
+            return 0
+        except Exception:  # a busy or damaged store: the next refresh resumes
+            from ctxd import boundary
+
+            boundary.log_exception("embedding in the background stopped")
+            return 0
 
     def integrity(self):
         """"ok" or what SQLite's integrity check found."""

@@ -39,6 +39,13 @@ RECENCY = 0.02
 IMPORTANCE = 0.02
 MAX_TERMS = 64  # a 50 KB pasted prompt is still one query: its rarest-looking terms
 MAX_ITEM_CHARS = 1200
+SEM_POOL = 60  # messages nearest in meaning that join the fusion
+SEM_SPAN = 1.0  # ... those within this cosine of the nearest
+RRF_K = 10  # reciprocal-rank fusion: 1 / (RRF_K + rank)
+LEX_WEIGHT, SEM_WEIGHT, LEX_TOP = 1.0, 0.3, 5  # the lexical weight is LEX_WEIGHT x its best coverage
+FUSE_AFTER, SEM_NEIGHBOURS = True, 10
+LEX_FLOOR = 0.3  # the lexical weight when its best hits hold none of the question's terms
+_SEMANTIC = {}  # the embed module (or None), loaded once a process
 CJK_RAW = 6.0  # the raw relevance a message matching every CJK bigram of the question gets  # one packed item is at most this long (long turns are cut at a line end)
 
 _STOP_EN = frozenset("""
@@ -219,22 +226,22 @@ def _keep(hits, h):
         hits[h.message.id] = h
 
 
-def rank(store, query, *, exclude=(), now=None, pool=POOL, expand=True):
+def rank(store, query, *, exclude=(), now=None, pool=POOL, expand=True, semantic=True):
     """[Hit] best first: relevance weighted by kind, phrases, recency, importance; then
     (with *expand*, for recall; search lists matches only) words the best hits share
-    (pseudo-relevance feedback, when the question's words found few hits), each question's
-    answer and each answer's question, and the turns around the best hits."""
+    (pseudo-relevance feedback, when the question's words found few hits), fused with the
+    messages nearest in meaning (*semantic*, when vectors exist: see ``fuse``), each
+    question's answer and each answer's question, and the turns around the best hits."""
     scores = candidates(store, query, pool)
-    if not scores:
+    near = meaning(store, query) if semantic else []
+    if not scores and not near:
         return []
     newest = now or store.newest_ts() or time.time()
     msgs = {m.id: m for m in store.messages(scores)}
     hits = _score(store, query, scores, msgs, newest)
     excluded = set(exclude)
     best = sorted(hits.values(), key=lambda h: (-h.score, h.message.id))
-    if not expand:
-        return [h for h in best if h.message.id not in excluded]
-    more = feedback_terms(query, best) if len(best) < FEEDBACK_BELOW else []
+    more = feedback_terms(query, best) if expand and len(best) < FEEDBACK_BELOW else []
     if more:
         words = terms(query)[0]
         extra = candidates(store, query, pool, words=words + more)
@@ -245,9 +252,29 @@ def rank(store, query, *, exclude=(), now=None, pool=POOL, expand=True):
             else:
                 h.score *= FEEDBACK_WEIGHT
                 hits[mid] = h
-        best = sorted(hits.values(), key=lambda h: -h.score)
+    if near:
+        msgs.update((m.id, m) for m in store.messages({i for i, _c in near} - set(msgs)))
+    if near and (not expand or not FUSE_AFTER):
+        hits = fuse(query, hits, near, msgs)
+    best = sorted(hits.values(), key=lambda h: (-h.score, h.message.id))
+    if not expand:
+        return [h for h in best if h.message.id not in excluded]
+    if near and FUSE_AFTER:
+        lex_found = max((h.raw for h in best[:LEX_TOP]), default=0.0)
+        hits = _expand(store, hits, best)
+        hits = fuse(query, hits, near, msgs, lex_found)
+        best = sorted(hits.values(), key=lambda h: (-h.score, h.message.id))
+        hits = _expand(store, hits, best, SEM_NEIGHBOURS) if SEM_NEIGHBOURS else hits
+    else:
+        hits = _expand(store, hits, best)
+    return sorted((h for h in hits.values() if h.message.id not in excluded), key=lambda h: (-h.score, h.message.id))
+
+
+def _expand(store, hits, best, top=None):
+    """*hits* with each best hit's answer (or question) and the turns around it."""
+    hits = dict(hits)
     near_of = _Neighbours(store)
-    for h in best[:NEIGHBOURS_OF]:
+    for h in best[:top or NEIGHBOURS_OF]:
         before, after = near_of(h.message, 0), near_of(h.message, 1)
         pair = after if _is_question(h.message.content) else (before if before and _is_question(before.content)
                                                               else None)
@@ -261,7 +288,67 @@ def rank(store, query, *, exclude=(), now=None, pool=POOL, expand=True):
                     break
                 _keep(hits, Hit(near, h.score * share, "context", 0.0))
                 near = near_of(near, side) if share is not NEIGHBOUR_SHARE[-1] else None
-    return sorted((h for h in hits.values() if h.message.id not in excluded), key=lambda h: (-h.score, h.message.id))
+    return hits
+
+
+def meaning(store, query):
+    """[(message id, cosine)] nearest in meaning (ctxd.memory.embed), best first; [] without
+    vectors or the semantic extra. A missing or broken model, or a busy or corrupt store,
+    is logged once and leaves recall lexical."""
+    if "embed" not in _SEMANTIC:
+        try:
+            from ctxd.memory import embed
+        except ImportError:
+            embed = None
+        _SEMANTIC["embed"] = embed
+    embed = _SEMANTIC["embed"]
+    if embed is None or not query.strip():
+        return []
+    try:
+        return embed.search(store, query[:4000], SEM_POOL)
+    except embed.Unavailable as e:
+        why = str(e)
+    except Exception as e:  # sqlite3.Error (busy, corrupt), a bad vector: lexical recall still answers
+        why = f"{type(e).__name__}: {e}"
+    if not _SEMANTIC.get("logged") and "not installed" not in why:
+        from ctxd import boundary
+
+        boundary.log_exception(f"semantic recall off, lexical only ({why})", None)
+        _SEMANTIC["logged"] = True
+    return []
+
+
+def fuse(query, hits, near, msgs, found=None):
+    """Reciprocal-rank fusion of the lexical ranking (*hits*) with *near*, weighted by how much
+    the lexical side found: its best hits' share of the question's terms (``coverage``). A
+    question whose words are nowhere in the history (asked in Chinese over English turns)
+    leaves the order to meaning; one whose words all match keeps most of the lexical order."""
+    words, grams, _p = terms(query)
+    lexical = sorted(hits.values(), key=lambda h: (-h.score, h.message.id))
+    if found is None:
+        found = max((h.raw for h in lexical[:LEX_TOP]), default=0.0)
+    w_lex, w_sem = LEX_WEIGHT * (LEX_FLOOR + (1 - LEX_FLOOR) * min(1.0, found)), SEM_WEIGHT
+    top = (w_lex + w_sem) / (RRF_K + 1)
+    fused = {}
+    for r, h in enumerate(lexical):
+        fused[h.message.id] = w_lex / (RRF_K + 1 + r)
+    floor = near[0][1] - SEM_SPAN if near else 0.0
+    for r, (mid, cos) in enumerate(near):
+        if cos < floor:
+            break
+        fused[mid] = fused.get(mid, 0.0) + w_sem / (RRF_K + 1 + r)
+    out = {}
+    for mid, f in fused.items():
+        h = hits.get(mid)
+        if h is None:
+            m = msgs.get(mid)
+            weight = KIND_WEIGHT.get(m.kind, 0.5) if m is not None else 0.0
+            if weight <= 0:
+                continue
+            h = Hit(m, 0.0, "meaning", coverage(m.content.lower(), words, grams) * weight)
+        h.score = f / top
+        out[mid] = h
+    return out
 
 
 class _Neighbours:

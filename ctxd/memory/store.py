@@ -245,10 +245,28 @@ MIGRATIONS = [
     ALTER TABLE messages ADD COLUMN provenance TEXT NOT NULL DEFAULT '';
     """,
     "_backfill_provenance",
+    # 10: semantic recall (ctxd.memory.embed): one row per message the embedder has read, its
+    #    vector (int8, ``scale`` back to unit length) and sign bits of the mean-centred vector for
+    #    the scan; vec NULL for a kind that is not embedded. Rows go with their message.
+    """
+    CREATE TABLE IF NOT EXISTS embeddings(
+        id INTEGER PRIMARY KEY,
+        model TEXT NOT NULL,
+        scale REAL,
+        bits BLOB,
+        vec BLOB
+    );
+    CREATE TRIGGER IF NOT EXISTS messages_ad_embeddings AFTER DELETE ON messages BEGIN
+        DELETE FROM embeddings WHERE id = old.id;
+    END;
+    CREATE TRIGGER IF NOT EXISTS messages_au_embeddings AFTER UPDATE OF content ON messages BEGIN
+        DELETE FROM embeddings WHERE id = old.id;
+    END;
+    """,
 ]
-SCHEMA_VERSION = 9  # PRAGMA user_version after the last migration (some steps share a version)
+SCHEMA_VERSION = 10  # PRAGMA user_version after the last migration (some steps share a version)
 # the user_version each step of MIGRATIONS brings the store to
-_STEP_VERSION = [1, 2, 3, 4, 5, 5, 5, 6, 7, 8, 9, 9]
+_STEP_VERSION = [1, 2, 3, 4, 5, 5, 5, 6, 7, 8, 9, 9, 10]
 
 
 class StoreError(CtxdError):

@@ -144,7 +144,7 @@ def last_status(context_dir):
 
 def spawn_refresh(project, store=None):
     """Start a detached `ctxd chat refresh` (daemon-free) when there is background work:
-    an LLM summarizer is configured, or facts lag behind (a big import)."""
+    an LLM summarizer is configured, or facts or embeddings (the semantic extra) lag behind."""
     import sys
 
     lagging = False
@@ -152,6 +152,10 @@ def spawn_refresh(project, store=None):
         from ctxd.memory import engine
 
         lagging = engine.backlog(store) > 0
+        if not lagging:
+            from ctxd.memory import embed
+
+            lagging = embed.lagging(store) and embed.package_dir() is not None
     if settings(project.config) is None and not lagging:
         return False
     try:

