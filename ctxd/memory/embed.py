@@ -20,19 +20,24 @@ import json
 import os
 import sqlite3
 
+from ctxd.errors import CtxdError, ExitCode
+
 MODEL = "e5-small-q4"  # the name rows are stored under: another model's rows are not compared
 DIM = 384
 KINDS = ("prompt", "reply", "summary")  # tool calls and results are not embedded
 MAX_CHARS = 1500  # of a message's text (e5 reads 512 tokens; the start says what a turn is about)
 BATCH = 16  # messages a transaction
 MEAN_FROM = 64  # vectors averaged for the centre of the sign bits (the first batch of that many)
+SPAWN_FROM = 16  # messages past the embedded ones before a turn starts the background embedder
 RERANK = 400  # Hamming-nearest rows scored exactly
 
 _loaded = {}
 
 
-class Unavailable(Exception):
+class Unavailable(CtxdError):
     """No semantic side: the extra is absent, or its model or engine cannot be loaded."""
+
+    exit_code = ExitCode.NOT_FOUND
 
 
 class Model:
@@ -166,34 +171,28 @@ def _mean(store, vecs):
 # -- the background work -------------------------------------------------------------------
 
 def backlog(store):
-    """Messages not read by the embedder yet (0 when the table is missing)."""
+    """Messages not read by the embedder yet (0 when the store cannot tell)."""
     try:
-        return store.db.execute(
-            "SELECT count(*) FROM messages m WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.id = m.id)"
-        ).fetchone()[0]
+        return store.embed_backlog()
     except sqlite3.Error:
         return 0
 
 
-def lagging(store):
-    """Cheap: are there messages newer than the newest one embedded? (For the hooks' spawn check.)"""
+def lagging(store, at_least=1):
+    """Cheap: are there *at_least* message ids past the newest one embedded? (The spawn check
+    after each turn asks for SPAWN_FROM: a detached process per turn would be wasteful.)"""
     try:
-        row = store.db.execute("SELECT (SELECT coalesce(max(id), 0) FROM messages) > "
-                               "(SELECT coalesce(max(id), 0) FROM embeddings)").fetchone()
+        return store.embed_lag() >= at_least
     except sqlite3.Error:
         return False
-    return bool(row[0])
 
 
 def progress(store):
     """(messages read by the embedder, messages in the store)."""
     try:
-        total = store.db.execute("SELECT count(*) FROM messages").fetchone()[0]
-        done = store.db.execute("SELECT count(*) FROM embeddings e WHERE EXISTS "
-                                "(SELECT 1 FROM messages m WHERE m.id = e.id)").fetchone()[0]
+        return store.embed_progress()
     except sqlite3.Error:
         return 0, 0
-    return done, total
 
 
 def backfill(store, limit=None, on_batch=None, wait=False):
@@ -216,9 +215,7 @@ def _backfill(store, m, limit, on_batch):
     mean = _mean(store, [])
     while limit is None or done < limit:
         size = MEAN_FROM if mean is None else BATCH
-        rows = store.db.execute(
-            "SELECT m.id, m.kind, m.content FROM messages m WHERE NOT EXISTS "
-            "(SELECT 1 FROM embeddings e WHERE e.id = m.id) ORDER BY m.id LIMIT ?", (size,)).fetchall()
+        rows = store.embed_todo(size if limit is None else min(size, limit - done))
         if not rows:
             break
         wanted = [r for r in rows if r[1] in KINDS and r[2].strip()]
@@ -234,14 +231,7 @@ def _backfill(store, m, limit, on_batch):
             else:
                 q, scale = quantise(v)
                 out.append((mid, MODEL, scale, sign_bits(v, mean).to_bytes(DIM // 8, "little"), q))
-        read = {r[0]: r[2] for r in rows}
-        with store.transaction() as db:
-            # a message deleted or edited meanwhile keeps no row (its trigger ran already)
-            live = {i for i, c in db.execute(
-                f"SELECT id, content FROM messages WHERE id IN ({','.join('?' * len(rows))})", list(read))
-                if read.get(i) == c}
-            db.executemany("INSERT OR REPLACE INTO embeddings(id, model, scale, bits, vec) VALUES (?, ?, ?, ?, ?)",
-                           [o for o in out if o[0] in live])
+        store.embed_put(out, {r[0]: r[2] for r in rows})
         done += len(rows)
         if on_batch:
             on_batch(done)
@@ -253,16 +243,14 @@ def _backfill(store, m, limit, on_batch):
 def search(store, query, pool=100):
     """[(message id, cosine)] best first for *query*; [] when no message has a vector.
     Raises Unavailable without the model, sqlite3.Error on a busy or corrupt store."""
-    row = store.db.execute("SELECT 1 FROM embeddings WHERE model = ? AND vec IS NOT NULL LIMIT 1",
-                           (MODEL,)).fetchone()
-    if row is None:
+    if not store.embed_any(MODEL):
         return []
     mean = _mean(store, [])
     if mean is None:
         return []
     q = model().query(query)
     qbits = sign_bits(q, mean)
-    rows = store.db.execute("SELECT id, bits FROM embeddings WHERE model = ? AND bits IS NOT NULL", (MODEL,))
+    rows = store.embed_bits(MODEL)
     near = heapq.nsmallest(RERANK, (((qbits ^ int.from_bytes(b, "little")).bit_count(), i) for i, b in rows))
     if not near:
         return []
@@ -270,11 +258,8 @@ def search(store, query, pool=100):
     qq, qscale = quantise(q)
     qa = array.array("b", qq)
     scored = []
-    for start in range(0, len(ids), 500):
-        chunk = ids[start:start + 500]
-        for mid, scale, vec in store.db.execute(
-                f"SELECT id, scale, vec FROM embeddings WHERE id IN ({','.join('?' * len(chunk))})", chunk):
-            dot = sum(map(int.__mul__, array.array("b", vec), qa))
-            scored.append((dot * scale * qscale, mid))
+    for mid, scale, vec in store.embed_vectors(ids):
+        dot = sum(map(int.__mul__, array.array("b", vec), qa))
+        scored.append((dot * scale * qscale, mid))
     scored.sort(reverse=True)
     return [(mid, cos) for cos, mid in scored[:pool]]

@@ -17,6 +17,7 @@ from ctxd.activation.fileio import atomic_write, sha256_hex
 from ctxd.errors import CtxdError, ExitCode
 from ctxd.memory import tokens
 from ctxd.memory.store_concepts import ConceptsTables
+from ctxd.memory.store_embed import EmbedTables
 from ctxd.memory.store_facts import FactsTables
 from ctxd.memory.store_session import SessionTables
 from ctxd.memory.store_sync import SyncTables
@@ -443,7 +444,7 @@ def _typed(exc, path):
     return unavailable(exc, path) or exc
 
 
-class Store(FactsTables, TasksTables, ConceptsTables, SessionTables, SyncTables):
+class Store(FactsTables, TasksTables, ConceptsTables, SessionTables, SyncTables, EmbedTables):
     def __init__(self, context_dir, *, redactor=None, offload_threshold=DEFAULT_OFFLOAD, create=True,
                  busy_timeout=BUSY_TIMEOUT):
         self.dir = context_dir

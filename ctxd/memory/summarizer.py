@@ -155,7 +155,7 @@ def spawn_refresh(project, store=None):
         if not lagging:
             from ctxd.memory import embed
 
-            lagging = embed.lagging(store) and embed.package_dir() is not None
+            lagging = embed.lagging(store, embed.SPAWN_FROM) and embed.package_dir() is not None
     if settings(project.config) is None and not lagging:
         return False
     try:

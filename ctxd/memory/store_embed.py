@@ -1,0 +1,52 @@
+"""The store's embeddings table (ctxd.memory.embed): what is embedded, what is left, the vectors."""
+
+
+class EmbedTables:
+    def embed_backlog(self):
+        return self.db.execute("SELECT count(*) FROM messages m WHERE NOT EXISTS "
+                               "(SELECT 1 FROM embeddings e WHERE e.id = m.id)").fetchone()[0]
+
+    def embed_lag(self):
+        """Message ids past the newest one embedded (cheap: two index lookups)."""
+        return self.db.execute("SELECT (SELECT coalesce(max(id), 0) FROM messages) - "
+                               "(SELECT coalesce(max(id), 0) FROM embeddings)").fetchone()[0]
+
+    def embed_progress(self):
+        total = self.db.execute("SELECT count(*) FROM messages").fetchone()[0]
+        done = self.db.execute("SELECT count(*) FROM embeddings e WHERE EXISTS "
+                               "(SELECT 1 FROM messages m WHERE m.id = e.id)").fetchone()[0]
+        return done, total
+
+    def embed_todo(self, n):
+        """[(id, kind, content)] of the oldest *n* messages without a row."""
+        return self.db.execute("SELECT m.id, m.kind, m.content FROM messages m WHERE NOT EXISTS "
+                               "(SELECT 1 FROM embeddings e WHERE e.id = m.id) ORDER BY m.id LIMIT ?",
+                               (n,)).fetchall()
+
+    def embed_put(self, rows, read):
+        """Store *rows* (id, model, scale, bits, vec) of the messages whose content is still
+        what was embedded (*read*: {id: content}); one deleted or edited meanwhile gets none."""
+        with self.transaction() as db:
+            live = {i for i, c in db.execute(
+                f"SELECT id, content FROM messages WHERE id IN ({','.join('?' * len(read))})", list(read))
+                if read.get(i) == c}
+            db.executemany("INSERT OR REPLACE INTO embeddings(id, model, scale, bits, vec) VALUES (?, ?, ?, ?, ?)",
+                           [r for r in rows if r[0] in live])
+
+    def embed_any(self, model):
+        return self.db.execute("SELECT 1 FROM embeddings WHERE model = ? AND vec IS NOT NULL LIMIT 1",
+                               (model,)).fetchone() is not None
+
+    def embed_bits(self, model):
+        """An iterator of (id, sign bits) of every vector of *model*."""
+        return self.db.execute("SELECT id, bits FROM embeddings WHERE model = ? AND bits IS NOT NULL", (model,))
+
+    def embed_vectors(self, ids):
+        """[(id, scale, int8 bytes)] of *ids*."""
+        out = []
+        ids = list(ids)
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            out += self.db.execute(f"SELECT id, scale, vec FROM embeddings WHERE id IN ({','.join('?' * len(chunk))})",
+                                   chunk).fetchall()
+        return out
