@@ -232,7 +232,7 @@ def test_schema_8_store_gets_provenance_and_teach_prompts_stop_being_turns(tmp_p
     db.commit()
     db.close()
     with Store(str(d)) as st:
-        assert st.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
+        assert st.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         got = [(r["role"], r["kind"], r["subtype"], r["provenance"]) for r in
                st.db.execute("SELECT * FROM messages ORDER BY id")]
     assert got == [("user", "prompt", None, "human"), ("system", "meta", "ctxd", "ctxd"),
