@@ -1,4 +1,4 @@
-"""Nobody borrows trust, in a real bash: a clone whose .contextrc links to an allowed file."""
+"""Nobody borrows trust, in real bash, zsh and fish: a clone whose .contextrc links to an allowed file."""
 
 import os
 
@@ -7,7 +7,7 @@ from e2ekit import cd, ctxd_lines, path_list, python_project
 GOOD = '[hooks]\non_enter = "touch ./entered"\n[path]\nprepend = ["bin"]\n[env]\nBORROW = "yes"\n'
 
 
-def test_cloned_link_to_an_allowed_contextrc_runs_nothing(sessions, home, tmp_path):
+def test_cloned_link_to_an_allowed_contextrc_runs_nothing(shell, sessions, home, tmp_path):
     (home / ".config/ctxd/config.toml").write_text("")  # no trusted trees: only `ctxd allow` counts
     good = tmp_path / "good"
     good.mkdir()
@@ -17,7 +17,7 @@ def test_cloned_link_to_an_allowed_contextrc_runs_nothing(sessions, home, tmp_pa
     (evil / "bin").mkdir()
     (evil / ".contextrc").symlink_to("../good/.contextrc")
 
-    s = sessions("bash")
+    s = sessions(shell)
     assert "ctxd: allowed" in s.run(f"ctxd allow {good}")
     cd(s, good)  # the file it points at is trusted where it is: its hook runs there
     assert (good / "entered").exists()
