@@ -940,18 +940,25 @@ def _statements(script):
         yield "\n".join(buf)
 
 
+def _batches(db, sql, batch):
+    """The rows of *sql* (``... WHERE id > ? ...``, without ORDER BY or LIMIT) in batches of *batch*,
+    by ascending id: a backfill can change the rows of a batch before it reads the next."""
+    last = 0
+    while True:
+        rows = db.execute(f"{sql} ORDER BY id LIMIT ?", (last, batch)).fetchall()
+        if not rows:
+            return
+        yield rows
+        last = rows[-1]["id"]
+
+
 def _backfill_kinds(db, batch=2000):
     """Migration 5: give every existing row its kind, re-parsed from the text the old
     importers flattened (``[tool_use Edit] {...}`` -> a tool_call with its arguments and
     paths). Runs inside the migration's transaction: all rows or none."""
     from ctxd.memory import items
 
-    last = 0
-    while True:
-        rows = db.execute("SELECT id, role, content, source FROM messages WHERE id > ? AND kind = '' "
-                          "ORDER BY id LIMIT ?", (last, batch)).fetchall()
-        if not rows:
-            return
+    for rows in _batches(db, "SELECT id, role, content, source FROM messages WHERE id > ? AND kind = ''", batch):
         for r in rows:
             f = items.reparse_legacy(r["role"], r["content"], r["source"])
             content = f.get("content", r["content"])
@@ -961,7 +968,6 @@ def _backfill_kinds(db, batch=2000):
             if content != r["content"]:  # the FTS index follows (messages_au)
                 db.execute("UPDATE messages SET content = ?, tokens = ? WHERE id = ?",
                            (content, tokens.estimate(content), r["id"]))
-        last = rows[-1]["id"]
 
 
 def _backfill_provenance(db, batch=2000):
@@ -969,12 +975,8 @@ def _backfill_provenance(db, batch=2000):
     (items.settle); ctxd's own text stored as a prompt or system message becomes meta."""
     from ctxd.memory import items
 
-    last = 0
-    while True:
-        rows = db.execute("SELECT id, kind, subtype, content, source FROM messages WHERE id > ? AND provenance = '' "
-                          "ORDER BY id LIMIT ?", (last, batch)).fetchall()
-        if not rows:
-            return
+    sql = "SELECT id, kind, subtype, content, source FROM messages WHERE id > ? AND provenance = ''"
+    for rows in _batches(db, sql, batch):
         for r in rows:
             kind, subtype = r["kind"], r["subtype"]
             if r["source"] == "teach" or (kind == "meta" and not subtype and items.generated_by_ctxd(r["content"])):
@@ -985,7 +987,6 @@ def _backfill_provenance(db, batch=2000):
                        (kind, subtype, provenance, r["id"]))
             if kind != r["kind"]:
                 db.execute("UPDATE messages SET role = ? WHERE id = ?", (items.ROLE_OF[kind], r["id"]))
-        last = rows[-1]["id"]
 
 
 class Recovery:
