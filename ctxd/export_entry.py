@@ -13,7 +13,7 @@ import sys
 
 
 FORMATS = ("json", "dotenv", "gha")  # ctxd.activation.formats renders them
-USAGE = "usage: ctxd export SHELL  |  ctxd export json|dotenv|gha [--strict] [DIR]\n"
+USAGE = "ctxd: export: usage: ctxd export SHELL  |  ctxd export json|dotenv|gha [--strict] [DIR]\n"
 
 
 def _write(text):

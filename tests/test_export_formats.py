@@ -232,7 +232,7 @@ def test_missing_dir_and_usage_errors(tmp_path):
     assert export("gha", "--strict", str(tmp_path / "gone")).returncode == 4
     for args in (["a", "b"], ["--bogus"]):
         p = export("json", *args)
-        assert p.returncode == 2 and p.stderr.startswith("usage: ctxd export ")
+        assert p.returncode == 2 and p.stderr.startswith("ctxd: export: usage: ctxd export ")
 
 
 def test_export_formats_import_nothing_heavy(tmp_path):

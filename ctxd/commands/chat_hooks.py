@@ -24,7 +24,7 @@ def hook(tool, args):
     if tool is None:
         from ctxd.integrations.hooks import USAGE
 
-        click.echo(USAGE, err=True)
+        click.echo(f"ctxd: chat hook: {USAGE}", err=True)
         sys.exit(2)
     from ctxd.integrations.hooks import main
 
