@@ -62,6 +62,7 @@ def run_recall(query, budget, json_):
     from ctxd.memory.core import ProjectMemory
 
     with ProjectMemory.at() as mem:
+        mem.store(create=False)  # nothing recorded: NoStore (exit 4), as ctxd context says it
         r = mem.recall(query, budget)
     if json_:
         _out(json.dumps(r.to_json(), ensure_ascii=False, indent=1) + "\n")

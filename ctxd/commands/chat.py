@@ -57,6 +57,7 @@ def add(text, role, importance, session, source, no_redact):
 def log(limit, session, json_):
     """Show the latest messages, oldest first."""
     with _memory() as mem:
+        mem.store(create=False)  # nothing recorded: NoStore (exit 4), the same for every reader
         for m in mem.recent(limit, session=session):
             click.echo(json.dumps(m.to_json(), ensure_ascii=False) if json_ else _line(m, 160))
 
@@ -71,6 +72,7 @@ def search(query, limit, json_):
     from ctxd.memory.recall import snippet
 
     with _memory() as mem:
+        mem.store(create=False)
         hits = mem.search(query, limit)
     for h in hits:
         if json_:
