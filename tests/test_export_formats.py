@@ -98,7 +98,7 @@ def test_dotenv_reads_back_through_python_dotenv(tmp_path):
     p = export("dotenv", str(proj), env=base)
     assert p.returncode == 0, p.stderr
     assert "# unset DROPME\n" in p.stdout
-    back = dotenv_values(stream=io.StringIO(p.stdout), interpolate=False)
+    back = dotenv_values(stream=io.StringIO(p.stdout))  # python-dotenv's default: ${...} interpolated
     back.pop("CTXD_CONTEXT_DIR")
     assert back == expected(proj, base)
 
@@ -109,7 +109,7 @@ def test_any_value_round_trips_through_python_dotenv(value):
     from dotenv import dotenv_values
 
     text = f"NAME={formats.dotenv_value(value)}\n"
-    assert dotenv_values(stream=io.StringIO(text), interpolate=False) == {"NAME": value}
+    assert dotenv_values(stream=io.StringIO(text)) == {"NAME": value}  # its default, ${...} interpolated
 
 
 # -- GitHub Actions ---------------------------------------------------------------------------------

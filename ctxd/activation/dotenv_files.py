@@ -23,7 +23,8 @@ statement starting at line N" and loads the rest):
   ``.env.local`` is often absent); it is watched, so creating it applies it;
 - a file that cannot be read or is not UTF-8: one warning, nothing from it.
 
-A name without ``=`` (``FOO``) sets nothing, as python-dotenv's load_dotenv does.
+A name without ``=`` (``FOO``, a stray word) sets nothing, as python-dotenv's load_dotenv
+does, and is warned about like a line that does not parse.
 """
 
 from ctxd.activation.fileio import cached_parse
@@ -71,8 +72,11 @@ def _parse(data):
                 first = first[:40] + "..."
             out.append([line, None, f"cannot parse {first!r} (skipped)"])
             continue
-        if b.key is None or b.value is None:
-            continue  # blank, comment, or a name without '='
+        if b.key is None:
+            continue  # blank or comment
+        if b.value is None:  # a word without '=': python-dotenv sets nothing; say so
+            out.append([line, None, f"cannot parse {b.key if len(b.key) <= 40 else b.key[:40] + '...'!r} (skipped)"])
+            continue
         if not _is_name(b.key):
             out.append([line, None, f"{b.key!r} is not a valid environment variable name (skipped)"])
             continue
@@ -115,7 +119,7 @@ def read(path, environ):
     except OSError as e:
         return [], [f"ctxd: {path}: {e.strerror}"], True
     try:
-        entries = cached_parse("dotenv1", data, _parse)
+        entries = cached_parse("dotenv2", data, _parse)
     except ConfigError as e:
         return [], [f"ctxd: {path}: {e.message}; nothing in it applies"], True
     values, warnings, own = [], [], {}

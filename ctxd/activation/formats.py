@@ -43,10 +43,12 @@ _DQ_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", 
 
 
 def dotenv_value(value):
-    """*value* as python-dotenv reads it back unchanged (with interpolation off)."""
+    """*value* as python-dotenv reads it back unchanged, as it reads by default (``${...}``
+    interpolated) and as ctxd's own ``[env] files`` read it. dotenv has no escape for ``${``:
+    it is written ``${:-$}{`` (an unset, empty name whose default is ``$``)."""
     if value and all(c in _PLAIN for c in value):
         return value
-    return '"' + "".join(_DQ_ESCAPES.get(c, c) for c in value) + '"'
+    return '"' + "".join(_DQ_ESCAPES.get(c, c) for c in value).replace("${", "${:-$}{") + '"'
 
 
 def render_dotenv(t):
