@@ -691,7 +691,26 @@ def _exclude_from_git(root, path):
     try:
         os.makedirs(os.path.dirname(exclude), exist_ok=True)
         with open(exclude, "a", encoding="utf-8") as f:
-            f.write(f"\n# ctxd: personal Claude Code settings (machine paths)\n{line}\n")
+            f.write(_exclude_block(line))
+    except OSError:
+        pass
+
+
+def _exclude_block(line):
+    return f"\n# ctxd: personal Claude Code settings (machine paths)\n{line}\n"
+
+
+def _unexclude_from_git(root, path):
+    """Take back the lines _exclude_from_git() wrote for *path* (once the file is gone)."""
+    if not root:
+        return
+    exclude = os.path.join(root, ".git", "info", "exclude")
+    block = _exclude_block("/" + os.path.relpath(path, root).replace(os.sep, "/"))
+    try:
+        with open(exclude, encoding="utf-8") as f:
+            text = f.read()
+        if block in text:
+            write_text(exclude, text.replace(block, "", 1))
     except OSError:
         pass
 
@@ -809,6 +828,8 @@ def uninstall(tool, scope, root=None, environ=None):
             new_text = _edited(path, text, new, spec["comments"])
             what = f"removed {n} ctxd hook{'s' if n != 1 else ''} from {path}"
             if not new and _remove_if_created(path, new_text, environ):
+                if tool == "claude" and scope == "project":
+                    _unexclude_from_git(root, path)
                 out.append(f"ctxd: {what} (ctxd had created it and nothing else was in it: removed the file)")
             else:
                 write_text(path, new_text)
