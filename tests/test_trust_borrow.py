@@ -146,7 +146,7 @@ def test_show_does_not_say_allowed(tmp_path, isolated_paths):
     assert r.returncode == 0, r.stderr
     assert f"contextrc    {evil}/.contextrc  [untrusted]" in r.stdout
     assert "[allowed]" not in r.stdout and "hook         on_enter" not in r.stdout
-    assert "trusted      no" in r.stdout
+    assert "root trusted no" in r.stdout
     info = json.loads(subprocess.run(["ctxd", "show", "--json", str(evil)], capture_output=True, text=True).stdout)
     assert info["files"] == [{"path": f"{evil}/.contextrc", "status": "untrusted", "error": None}]
     assert not info["trusted"] and info["hooks"]["on_enter"] == []

@@ -293,7 +293,7 @@ def _finish(plan, environ, error=False):
     flags = []
     if error:
         flags.append("error")
-    elif any(st in (trust.UNTRUSTED, trust.CHANGED) for _, st, _ in plan.files):
+    elif any(st in (trust.UNTRUSTED, trust.CHANGED, trust.DENIED) for _, st, _ in plan.files):
         flags.append("blocked")
     elif not plan.trusted and "detected environment withheld: root not trusted" in plan.notes:
         flags.append("untrusted")

@@ -133,7 +133,7 @@ def render_text(info):
     for f in info["files"]:
         extra = f"  ERROR {f['error']}" if f["error"] else ""
         add(f"contextrc    {f['path']}  [{f['status']}]{extra}")
-    add(f"trusted      {'yes' if info['trusted'] else 'no (detected PATH entries and variables withheld)'}")
+    add(f"root trusted {'yes' if info['trusted'] else 'no (detected PATH entries and variables withheld)'}")
     if info["branch"]:
         add(f"git branch   {info['branch']}")
     for k in ("on_enter", "on_leave"):

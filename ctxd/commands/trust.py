@@ -38,11 +38,20 @@ def allow(directory, tree):
                        f"with its content now)")
         else:
             click.echo(f"ctxd: allowed {rc}")
-        if parsed["unknown"]:
-            click.echo(f"ctxd: warning: unknown keys ignored: {', '.join(parsed['unknown'])}", err=True)
+        if parsed["unknown"] and not _hook_will_say_it(d):
+            click.echo(f"ctxd: {rc}: unknown keys ignored: {', '.join(parsed['unknown'])}", err=True)
     else:
         trust.allow(d)
         click.echo(f"ctxd: allowed {d} (its detected environment applies)")
+
+
+def _hook_will_say_it(d):
+    """Whether this shell's hook re-plans *d* at its next prompt and shows its notices
+    (a shell with the hook, inside *d*): then `ctxd allow` leaves them to it, said once."""
+    if not os.environ.get("_CTXD_HOOK"):
+        return False
+    here = os.path.realpath(os.getcwd())
+    return here == os.path.realpath(d) or here.startswith(os.path.realpath(d).rstrip("/") + "/")
 
 
 @click.command()
