@@ -3,7 +3,8 @@
 Schema (README ".contextrc reference" documents it for users):
 
     [ctxd]      inherit = true          # false: parent .contextrc files do not apply
-    [env]       NAME = "value"          # ~ and ${VAR} / ${VAR:-default} expanded; $$ is a $
+    [env]       NAME = "value"          # ~ and ${VAR} / ${VAR:-default} expanded; $$ is a $;
+                                        # ${CTXD_ROOT}: the project root, ${CTXD_RC_DIR}: this file's dir
                 NAME = false            # unset NAME
                 files = [".env"]        # dotenv files (python-dotenv syntax), relative to this
                                         # file's directory; later files and [env] keys win

@@ -184,7 +184,7 @@ def build(root, base, environ):
             running.pop(name, None)
         else:
             if d is not None:  # None: a .env value, resolved already (python-dotenv's ${VAR} rules)
-                value = contextrc.expand(value, running, home)
+                value = contextrc.expand(value, _Names(running, root, d), home)
             size = _env_bytes(name, value)
             if size > ARG_STRLEN_MAX:
                 plan.warnings.append(SIZE_MSG.format(src=src, name=name, size=size))
@@ -209,6 +209,23 @@ def build(root, base, environ):
     plan.context = ctx
     _finish(plan, environ)
     return plan
+
+
+class _Names:
+    """What ${NAME} in an [env] value sees: ${CTXD_ROOT} (the project root) and
+    ${CTXD_RC_DIR} (the directory of the .contextrc setting it), else the environment."""
+
+    __slots__ = ("env", "root", "rc_dir")
+
+    def __init__(self, env, root, rc_dir):
+        self.env, self.root, self.rc_dir = env, root, rc_dir
+
+    def get(self, name, default=None):
+        if name == "CTXD_ROOT":
+            return self.root
+        if name == "CTXD_RC_DIR":
+            return self.rc_dir
+        return self.env.get(name, default)
 
 
 def _env_bytes(name, value):

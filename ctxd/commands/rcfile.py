@@ -45,7 +45,7 @@ inherit = true            # false: parent directories' .contextrc files do not a
 """
 
 TYPE_HINTS = {
-    "python": '# PYTHONPATH = "${PWD}/src"',
+    "python": '# PYTHONPATH = "${CTXD_ROOT}/src"',
     "node": '# NODE_OPTIONS = "--max-old-space-size=4096"',
     "go": '# CGO_ENABLED = "0"',
     "rust": '# RUST_BACKTRACE = "1"',
