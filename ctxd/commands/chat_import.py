@@ -9,6 +9,7 @@ import sys
 
 import click
 
+from ctxd.tab_complete import FILE
 from ctxd.errors import ExitCode
 from ctxd.integrations.importers import ImportFailed, detect_format, import_file
 
@@ -82,7 +83,7 @@ def _one(store, path, fmt, session, bar):
 
 
 @click.command(name="import")
-@click.argument("files", nargs=-1, required=True, type=click.Path())
+@click.argument("files", nargs=-1, required=True, type=FILE)
 @click.option("--format", "fmt", type=click.Choice(FORMAT_CHOICES), default="auto", show_default=True,
               help="Which tool wrote the files (auto: tell from the name and the first lines).")
 @click.option("--session", default=None, help="Store every message under this session (default: the files' own).")

@@ -6,11 +6,14 @@ this command runs only for ``--help`` or when the click app is driven directly.
 
 import click
 
+from ctxd.tab_complete import exec_words
+
 
 @click.command("exec", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--strict", is_flag=True, help="Refuse (exit 3/4/5/6) instead of running CMD without the "
                                              "project environment.")
-@click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="[DIR] -- CMD [ARGS]...")
+@click.argument("args", nargs=-1, type=click.UNPROCESSED, metavar="[DIR] -- CMD [ARGS]...",
+                shell_complete=exec_words)
 def exec_(strict, args):
     """Run a command in DIR's project environment: ctxd exec [DIR] -- CMD [ARGS...]
 

@@ -5,6 +5,8 @@ import os
 
 import click
 
+from ctxd.tab_complete import handoff_ids
+
 from ctxd.errors import CtxdError, ExitCode
 
 
@@ -86,7 +88,7 @@ def list_(all_, json_):
 
 
 @handoff.command()
-@click.argument("ref", required=False)
+@click.argument("ref", required=False, shell_complete=handoff_ids)
 @click.option("--format", "fmt", type=click.Choice(["json", "markdown"]), default="markdown", show_default=True)
 def show(ref, fmt):
     """Print an archive (REF: an id, a session id, or nothing for the newest)."""
@@ -103,7 +105,7 @@ def show(ref, fmt):
 
 
 @handoff.command()
-@click.argument("ref")
+@click.argument("ref", shell_complete=handoff_ids)
 @click.argument("file", type=click.Path(dir_okay=False))
 def export(ref, file):
     """Write archive REF (id or session) to FILE, a new file, for another project or machine."""

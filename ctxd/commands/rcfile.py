@@ -5,6 +5,8 @@ import os
 
 import click
 
+from ctxd.tab_complete import DIR
+
 from ctxd.activation import contextrc
 from ctxd.activation.detectors import detect
 from ctxd.activation.allow import allow_rc
@@ -90,7 +92,7 @@ def _dir(directory):
 
 
 @click.command()
-@click.argument("directory", required=False)
+@click.argument("directory", required=False, type=DIR)
 @click.option("--force", is_flag=True, help="Overwrite an existing .contextrc.")
 @click.option("--dotenv/--no-dotenv", "dotenv", default=None,
               help="Load the .env (and .env.local) found here ([env] files). Default: asked when "
@@ -129,7 +131,7 @@ def init(directory, force, dotenv):
 
 
 @click.command()
-@click.argument("directory", required=False)
+@click.argument("directory", required=False, type=DIR)
 def edit(directory):
     """Open DIRECTORY's .contextrc in $EDITOR; allow it when it is valid.
 
@@ -195,7 +197,7 @@ def status_info(directory=None):
 
 
 @click.command()
-@click.argument("directory", required=False)
+@click.argument("directory", required=False, type=DIR)
 @click.option("--json", "json_", is_flag=True, help="Machine-readable output.")
 def status(directory, json_):
     """One line for prompts: project name, types and trust state.

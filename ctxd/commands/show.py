@@ -3,6 +3,8 @@ import os
 
 import click
 
+from ctxd.tab_complete import DIR
+
 SCHEMA_VERSION = 1
 
 
@@ -152,7 +154,7 @@ def render_text(info):
 
 
 @click.command()
-@click.argument("directory", required=False)
+@click.argument("directory", required=False, type=DIR)
 @click.option("--json", "json_", is_flag=True, help="Machine-readable output (schema in README).")
 def show(directory, json_):
     """Explain what ctxd does for DIRECTORY (default: here) and why.

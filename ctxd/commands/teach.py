@@ -7,6 +7,8 @@ import time
 
 import click
 
+from ctxd.tab_complete import archive_file_or_id
+
 from ctxd.errors import CtxdError, ExitCode
 from ctxd.isotime import format_utc, parse_when
 
@@ -19,7 +21,7 @@ def _iso(ts):
 @click.command()
 @click.argument("topic", required=False)
 @click.argument("user_input", metavar="[INPUT]", required=False)
-@click.option("--from", "from_", metavar="FILE|ID", default=None,
+@click.option("--from", "from_", metavar="FILE|ID", default=None, shell_complete=archive_file_or_id,
               help="The archive: a file, an archive id, or a session id (its newest archive).")
 @click.option("--focus", default=None, help="Narrow the session to one concept or subtopic.")
 def teach(topic, user_input, from_, focus):

@@ -4,13 +4,15 @@ import os
 
 import click
 
+from ctxd.tab_complete import DIR
+
 from ctxd.activation import contextrc, trust
 from ctxd.activation.allow import allow_rc, target_dir
 from ctxd.errors import NotFoundError
 
 
 @click.command()
-@click.argument("directory", required=False)
+@click.argument("directory", required=False, type=DIR)
 @click.option("--tree", is_flag=True, help="Trust every project under DIRECTORY (that you own).")
 def allow(directory, tree):
     """Trust the .contextrc of DIRECTORY's project (default: here).
@@ -55,7 +57,7 @@ def _hook_will_say_it(d):
 
 
 @click.command()
-@click.argument("directory", required=False)
+@click.argument("directory", required=False, type=DIR)
 @click.option("--tree", is_flag=True, help="Stop trusting a tree added with allow --tree.")
 def deny(directory, tree):
     """Block DIRECTORY's .contextrc (or project root) until `ctxd allow`.
