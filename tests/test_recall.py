@@ -164,8 +164,9 @@ def test_ctxd_recall_starts_without_click(tmp_path):
     """An AI tool may run `ctxd recall` on every question: _entry dispatches it before the click app."""
     proj = tmp_path / "proj"
     (proj / ".git").mkdir(parents=True)
+    assert _ctxd("chat", "add", "the build uses meson", cwd=proj, env=dict(os.environ, PWD=str(proj))).returncode == 0
     code = ("import sys, atexit; atexit.register(lambda: print('heavy:', sorted(m for m in ('click', 'psutil', "
-            "'shellingham') if m in sys.modules))); sys.argv = ['ctxd', 'recall', 'anything', '--json']; "
+            "'shellingham') if m in sys.modules))); sys.argv = ['ctxd', 'recall', 'zebra', '--json']; "
             "from ctxd._entry import main; main()")
     p = subprocess.run([sys.executable, "-c", code], cwd=proj, env=dict(os.environ, PWD=str(proj)),
                        capture_output=True, text=True, timeout=60)
