@@ -35,8 +35,12 @@ def notify(project, data, cwd=None):
 
 
 def rows(project):
-    out = subprocess.run([ctxd_exe(), "chat", "log", "-n", "1000", "--json"], cwd=project, capture_output=True,
-                         text=True, timeout=60, check=True).stdout
+    p = subprocess.run([ctxd_exe(), "chat", "log", "-n", "1000", "--json"], cwd=project, capture_output=True,
+                       text=True, timeout=60)
+    if p.returncode == 4 and "no conversation recorded" in p.stderr:
+        return []  # nothing recorded at all: chat log says so (exit 4)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
     return [(m["kind"], m["content"]) for m in map(json.loads, out.splitlines())]
 
 
