@@ -123,8 +123,11 @@ class World:
     # -- reading the store
     def log(self, project=None):
         """Every stored message, oldest first (ctxd chat log --json)."""
-        out = self.ctxd("chat", "log", "-n", "100000", "--json", cwd=project).stdout
-        return [json.loads(line) for line in out.splitlines() if line.strip()]
+        p = self.ctxd("chat", "log", "-n", "100000", "--json", cwd=project, check=False)
+        if p.returncode == 4 and "no conversation recorded" in p.stderr:
+            return []  # nothing recorded at all: chat log says so (exit 4)
+        assert p.returncode == 0, p.stderr
+        return [json.loads(line) for line in p.stdout.splitlines() if line.strip()]
 
     def export(self, project=None):
         out = self.ctxd("chat", "export", cwd=project).stdout
