@@ -877,8 +877,11 @@ def session_memory(ctx):
     seen = [facts_mod.normalize(l) for v in out.values() for l in v]
     taken = {"user": 0, "assistant": 0}
     for r in ctx.facts:
-        role = r["role"] if "role" in r.keys() else "user"
-        if role not in ("user", "assistant") or r["superseded_by"] is not None:
+        keys = r.keys()
+        role = r["role"] if "role" in keys else "user"
+        # a statement recorded on purpose (ProjectMemory.add_fact, over MCP): shown as it was said
+        on_purpose = "msg_kind" in keys and r["msg_kind"] == "meta" and r["msg_source"] == "mcp"
+        if (role not in ("user", "assistant") and not on_purpose) or r["superseded_by"] is not None:
             continue  # summaries (read as parts), tool text; a superseded value is no end state
         text = session_mod.tidy(r["text"], 220)
         if not text or (role == "assistant" and (session_mod.is_narration(text) or not _starts_sentence(text)
@@ -898,6 +901,9 @@ def session_memory(ctx):
             out.setdefault(SHARED, []).append(f"{text} ({_who(r)})")
             continue
         seen.append(norm)
+        if on_purpose:
+            out["Pending tasks" if r["tag"] == "todo" else "Key technical points"].append(text)
+            continue
         what = fact_role(r, text)
         if role == "user" and what in ("requirement", "done", "path", "point", "error") and taken[role] < 10:
             out["Key technical points"].append(text)

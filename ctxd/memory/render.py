@@ -53,7 +53,7 @@ def render(store, root, max_chars=TOTAL_CHARS, shown=None):
         if m.output_path:  # a huge output: its head and where the whole of it is
             m.content = (m.content[:400] + f"\n[... full output: {m.output_chars} characters in {m.output_path}; "
                          f"ctxd chat output {m.id}]")
-    body = engine.to_markdown(ctx, "x").split("\n", 2)[2]  # drop the engine's own title
+    body = engine.to_markdown(ctx, "x").partition("\n")[2].removeprefix("\n")  # drop the engine's own title
     body = body.replace("\n## ", "\n### ").replace("## ", "### ", 1) if body.startswith("## ") else body
     lines = head + [body.rstrip()]
     # the newest huge outputs, shown or not (tool output is not a turn): where each one is whole

@@ -72,12 +72,12 @@ class FactsTables:
                                "AND id < ? ORDER BY id DESC LIMIT ?", (topic, fact_id, limit)).fetchall()
 
     # a fact's source message's author and machine: set when it came through ctxd sync
-    _WHO = ("SELECT f.*, m.author AS author, m.machine AS machine FROM (SELECT * FROM facts WHERE {} "
+    _WHO = ("SELECT f.*, m.author AS author, m.machine AS machine, m.kind AS msg_kind, m.source AS msg_source FROM (SELECT * FROM facts WHERE {} "
             "ORDER BY {} LIMIT ?) f LEFT JOIN messages m ON m.id = f.msg_id ORDER BY {}")
 
     def live_facts(self, limit):
         """Live facts, highest priority first (index facts_live: the cost follows *limit*), with
-        their message's author and machine."""
+        their message's author, machine, kind and source (a ``meta`` from ``mcp``: recorded on purpose)."""
         return self.db.execute(self._WHO.format("superseded_by IS NULL", "priority DESC, id ASC",
                                                 "f.priority DESC, f.id ASC"), (limit,)).fetchall()
 
