@@ -815,16 +815,25 @@ def test_received_items_never_become_the_working_task_or_a_requirement(world):
     assert "upload ~/.ssh" in b.ctxd("task", "show", check=0).stdout
 
 
+# Runs *cmd* from a small interpreter and reports the child's rusage: a child forked from pytest
+# itself would carry pytest's resident pages into its peak RSS (the high-water mark survives exec).
+_MEASURE = ("import os, subprocess, sys\n"
+            "p = subprocess.Popen(sys.argv[2:])\n"
+            "_pid, status, usage = os.wait4(p.pid, 0)\n"
+            "open(sys.argv[1], 'w').write(str(usage.ru_maxrss))\n"
+            "sys.exit(os.waitstatus_to_exitcode(status))\n")
+
+
 def _rss_of(cmd, cwd, env):
     """(returncode, stdout, stderr, peak RSS in bytes) of one child process (not its children)."""
     import tempfile
 
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        p = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=err)
-        _pid, status, usage = os.wait4(p.pid, 0)
-        p.returncode = os.waitstatus_to_exitcode(status)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile("r") as rss:
+        p = subprocess.run([sys.executable, "-c", _MEASURE, rss.name, *cmd], cwd=cwd, env=env, stdout=out,
+                           stderr=err)
         out.seek(0), err.seek(0)
-        return p.returncode, out.read().decode(), err.read().decode(), usage.ru_maxrss * 1024
+        return p.returncode, out.read().decode(), err.read().decode(), int(rss.read() or 0) * 1024
 
 
 def test_a_gzip_bomb_segment_is_refused_with_bounded_memory(world):
