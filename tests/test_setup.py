@@ -109,3 +109,40 @@ def test_an_older_block_without_the_startup_copy_is_named_and_left_alone(shell, 
     commented = "".join(f"# {line}\n" for line in sh.rc_block().strip().splitlines())  # the new lines, off
     rc.write_text(f"# mine\n{sh.install_line}\n{commented}")
     assert "older form" in setup(tmp_path, "--shell", shell).stdout
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_write_puts_ctxd_on_path_when_its_directory_is_not(shell, tmp_path):
+    """A fresh account after `pipx install .`: ~/.local/bin is not on PATH yet, so the README's
+    `~/.local/bin/ctxd setup --write && exec "$SHELL"` must leave a new shell that finds `ctxd`
+    (issue 25). Run by absolute path with a PATH that lacks ctxd's directory, then a real shell
+    reading the rc file looks ctxd up."""
+    import shutil
+
+    if not shutil.which(shell):
+        pytest.skip(f"{shell} is not installed")
+    bare = "/usr/local/bin:/usr/bin:/bin"
+    env = dict(os.environ, HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path / ".config"),
+               XDG_CACHE_HOME=str(tmp_path / ".cache"), PATH=bare, SHELL=f"/bin/{shell}")
+    env.pop("ZDOTDIR", None)
+    r = subprocess.run([CTXD, "setup", "--shell", shell, "--write"], env=env, capture_output=True, text=True)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert f"{os.path.dirname(CTXD)} on PATH" in r.stdout
+    look = {"bash": ["bash", "-ic", "command -v ctxd"], "zsh": ["zsh", "-ic", "command -v ctxd"],
+            "fish": ["fish", "-ic", "command -v ctxd"]}[shell]
+    found = subprocess.run(look, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
+    assert found.stdout.strip().splitlines()[-1:] == [CTXD], (found.stdout, found.stderr)
+    # a second run adds nothing, and says the hook is there
+    rc = get_shell(shell).rc_file.replace("~", str(tmp_path), 1)
+    before = open(rc).read()
+    r = subprocess.run([CTXD, "setup", "--shell", shell, "--write"], env=env, capture_output=True, text=True)
+    assert "already set up" in r.stdout and open(rc).read() == before
+    assert before.count("on PATH (written by `ctxd setup`)") == 1
+
+
+def test_show_names_the_missing_path_entry(tmp_path):
+    env = dict(os.environ, HOME=str(tmp_path), XDG_CACHE_HOME=str(tmp_path / ".cache"), PATH="/usr/bin:/bin")
+    r = subprocess.run([CTXD, "setup", "--shell", "bash"], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert f"# {os.path.dirname(CTXD)} (where ctxd is) is not on PATH: these lines put it there:" in r.stdout
+    assert 'export PATH="$PATH":' in r.stdout

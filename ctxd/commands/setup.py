@@ -22,6 +22,38 @@ def rc_state(sh, path):
     return loads, any(copy in line and not line.lstrip().startswith("#") for line in lines)
 
 
+def not_on_path(script, environ=None):
+    """The directory of the console script *script* when it is not on PATH (a fresh account
+    after `pipx install`: ~/.local/bin comes on PATH only at a later login, if at all), else None."""
+    if not script:
+        return None
+    bindir = os.path.dirname(script)
+    entries = (environ if environ is not None else os.environ).get("PATH", "").split(os.pathsep)
+    real = os.path.realpath(bindir)
+    return None if any(e and os.path.realpath(e) == real for e in entries) else bindir
+
+
+def path_lines(sh, bindir):
+    """Lines for *sh*'s rc file that put *bindir* on PATH once (after what is there, as
+    `pipx ensurepath` does), or None for a shell ctxd writes no such line for."""
+    q = sh.quote(bindir)
+    if sh.name in ("bash", "zsh"):
+        line = f'case ":$PATH:" in *:{q}:*) ;; *) export PATH="$PATH":{q} ;; esac\n'
+    elif sh.name == "fish":
+        line = f"contains -- {q} $PATH; or set -gx PATH $PATH {q}\n"
+    else:
+        return None
+    return f"\n# ctxd: the directory holding the ctxd command, on PATH (written by `ctxd setup`)\n{line}"
+
+
+def rc_has(path, line):
+    """Whether the rc file at *path* already holds *line*."""
+    if not os.path.isfile(path):
+        return False
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return any(existing.rstrip("\n") == line for existing in f)
+
+
 def _older(sh, rc):
     """The advice for an rc file whose ctxd lines predate the start-up copy (never rewritten
     by ctxd: they are the user's lines now, and they keep working, only slower)."""
@@ -50,8 +82,16 @@ def setup(shell, write):
     path = os.path.expanduser(rc)
     present, sourced = rc_state(sh, path)
     older = present and sh.hook_cache and not sourced
-    block = sh.rc_block(console_script())
+    script = console_script()
+    block = sh.rc_block(script)
+    bindir = not_on_path(script)
+    path_text = path_lines(sh, bindir) if bindir else ""
     if not write:
+        if bindir:
+            click.echo(f"# {bindir} (where ctxd is) is not on PATH: " +
+                       ("these lines put it there:" if path_text else f"add it to PATH in {rc}"))
+            if path_text:
+                click.echo(path_text.strip("\n"))
         state = ("there, in an older form that starts ctxd at every shell start" if older
                  else "already there" if present else "not there yet")
         click.echo(f"# {sh.name}: add these lines to {rc} ({state}), then open a new shell:")
@@ -66,8 +106,12 @@ def setup(shell, write):
     # so that the first new shell is already fast
     write_cache(sh, hook_text(sh), force=True)
     write_bundle(sh)
-    if present:
+    if path_text and rc_has(path, path_text.strip("\n").splitlines()[-1]):
+        path_text = ""
+    if present and not path_text:
         click.echo(_older(sh, rc) if older else f"ctxd is already set up in {rc}")
+        if bindir:
+            click.echo(f"ctxd: {bindir} is not on PATH; add it in {rc} to type ctxd", err=True)
         return
     from ctxd.activation.fileio import atomic_write
 
@@ -80,5 +124,10 @@ def setup(shell, write):
     if old and not old.endswith("\n"):
         old += "\n"
     # the whole file, renamed over the old one: a crash never leaves half an rc file
-    atomic_write(path, (old + block).encode("utf-8", "surrogateescape"), mode=mode)
-    click.echo(f"added to {rc}: the ctxd hook lines\nopen a new shell (or run {sh.install_line}) to start using ctxd")
+    added = path_text + ("" if present else block)
+    atomic_write(path, (old + added).encode("utf-8", "surrogateescape"), mode=mode)
+    what = " and ".join(w for w in (f"{bindir} on PATH" if path_text else "",
+                                     "" if present else "the ctxd hook lines") if w)
+    click.echo(f"added to {rc}: {what}\nopen a new shell (exec \"$SHELL\") to start using ctxd")
+    if bindir and not path_text:
+        click.echo(f"ctxd: {bindir} is not on PATH; add it in {rc} to type ctxd", err=True)
