@@ -113,31 +113,36 @@ def test_an_older_block_without_the_startup_copy_is_named_and_left_alone(shell, 
 
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
 def test_write_puts_ctxd_on_path_when_its_directory_is_not(shell, tmp_path):
-    """A fresh account after `pipx install .`: ~/.local/bin is not on PATH yet, so the README's
-    `~/.local/bin/ctxd setup --write && exec "$SHELL"` must leave a new shell that finds `ctxd`
-    (issue 25). Run by absolute path with a PATH that lacks ctxd's directory, then a real shell
+    """A fresh account after `pipx install .`: ctxd is a link in ~/.local/bin to the script in
+    pipx's venv, and ~/.local/bin is not on PATH yet, so the README's `~/.local/bin/ctxd setup
+    --write && exec "$SHELL"` must leave a new shell that finds `ctxd` there (issue 25): the link's
+    directory goes on PATH, not the venv's bin/ (which holds its python too). A real shell
     reading the rc file looks ctxd up."""
     import shutil
 
     if not shutil.which(shell):
         pytest.skip(f"{shell} is not installed")
+    local_bin = tmp_path / ".local" / "bin"
+    local_bin.mkdir(parents=True)
+    link = local_bin / "ctxd"
+    os.symlink(CTXD, link)  # what pipx and uv tool make
     bare = "/usr/local/bin:/usr/bin:/bin"
     env = dict(os.environ, HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path / ".config"),
                XDG_CACHE_HOME=str(tmp_path / ".cache"), PATH=bare, SHELL=f"/bin/{shell}")
     env.pop("ZDOTDIR", None)
-    r = subprocess.run([CTXD, "setup", "--shell", shell, "--write"], env=env, capture_output=True, text=True)
+    r = subprocess.run([str(link), "setup", "--shell", shell, "--write"], env=env, capture_output=True, text=True)
     assert r.returncode == 0 and r.stderr == "", r.stderr
-    assert f"{os.path.dirname(CTXD)} on PATH" in r.stdout
-    look = {"bash": ["bash", "-ic", "command -v ctxd"], "zsh": ["zsh", "-ic", "command -v ctxd"],
-            "fish": ["fish", "-ic", "command -v ctxd"]}[shell]
+    assert f"{local_bin} on PATH" in r.stdout
+    look = [shell, "-ic", "command -v ctxd"]
     found = subprocess.run(look, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
-    assert found.stdout.strip().splitlines()[-1:] == [CTXD], (found.stdout, found.stderr)
+    assert found.stdout.strip().splitlines()[-1:] == [str(link)], (found.stdout, found.stderr)
     # a second run adds nothing, and says the hook is there
     rc = get_shell(shell).rc_file.replace("~", str(tmp_path), 1)
     before = open(rc).read()
-    r = subprocess.run([CTXD, "setup", "--shell", shell, "--write"], env=env, capture_output=True, text=True)
+    r = subprocess.run([str(link), "setup", "--shell", shell, "--write"], env=env, capture_output=True, text=True)
     assert "already set up" in r.stdout and open(rc).read() == before
     assert before.count("on PATH (written by `ctxd setup`)") == 1
+    assert os.path.dirname(CTXD) not in before.split("on PATH (written by `ctxd setup`)")[1].splitlines()[1]
 
 
 def test_show_names_the_missing_path_entry(tmp_path):

@@ -1,4 +1,5 @@
 import os
+import sys
 
 import click
 
@@ -20,6 +21,17 @@ def rc_state(sh, path):
     loads = any(sh.loads_hook(line) for line in lines)
     copy = f"ctxd/hook/ctxd.{sh.name}"
     return loads, any(copy in line and not line.lstrip().startswith("#") for line in lines)
+
+
+def command_path():
+    """The ctxd command that was run: the path it was started by (pipx's ~/.local/bin/ctxd link,
+    not the venv's script it points to), else this installation's console script."""
+    from ctxd.shells.base import console_script
+
+    arg = sys.argv[0] if sys.argv else ""
+    if os.path.basename(arg) == "ctxd" and os.path.isfile(arg):
+        return os.path.abspath(arg)
+    return console_script()
 
 
 def not_on_path(script, environ=None):
@@ -84,7 +96,7 @@ def setup(shell, write):
     older = present and sh.hook_cache and not sourced
     script = console_script()
     block = sh.rc_block(script)
-    bindir = not_on_path(script)
+    bindir = not_on_path(command_path())
     path_text = path_lines(sh, bindir) if bindir else ""
     if not write:
         if bindir:
