@@ -13,7 +13,7 @@ do. :func:`failure` is the one mapping, every protocol applies it:
   (:func:`log_exception`) and the message is ``internal error: Class: text
   (details in LOG)``, exit 1.
 
-Per protocol (see README "Exit codes"):
+Per protocol (see docs/exit-codes.md):
 
 - CLI (:func:`cli_exit`): ``ctxd: <message>`` on stderr, the exit code.
 - ``ctxd export``: the same message, but as a warning in the shell code it

@@ -2,7 +2,7 @@
 
 Library code raises ``CtxdError``; the root group hands whatever a command
 raises to ``ctxd.boundary.cli_exit``: ``ctxd: <message>`` on stderr and the
-error's exit code (see README "Exit codes"); anything else is a bug: one line
+error's exit code (see docs/exit-codes.md); anything else is a bug: one line
 on stderr, the traceback in the log file, exit 1.
 
 Commands never import each other: groups and their subcommands from other

@@ -5,7 +5,7 @@ raises for every protocol: on the command line a ``CtxdError`` becomes
 ``ctxd: <message>`` on stderr and its exit code; AI CLI hooks and the MCP
 server answer with the same message their own way. Every error ctxd raises
 for a user derives from ``CtxdError`` (tests/test_architecture.py checks it).
-Exit codes are documented in README.md ("Exit codes").
+Exit codes are documented in docs/exit-codes.md.
 """
 
 

@@ -85,7 +85,7 @@ class ShellSession:
         os.makedirs(os.path.join(self.home, ".config", "fish"), exist_ok=True)
         if trust_tree is not False:
             # like a user who trusts ~/work: projects next to this home apply their
-            # detected environment without `ctxd allow` (see README "Security")
+            # detected environment without `ctxd allow` (see docs/security.md)
             write_config(self.home, trust_tree or os.path.dirname(self.home.rstrip("/")))
         if shell == "bash":
             argv = [path, "--norc", "--noprofile", "-i"]

@@ -1,6 +1,6 @@
 """`.contextrc`: per-directory settings in TOML, validated into plain data.
 
-Schema (README ".contextrc reference" documents it for users):
+Schema (docs/contextrc.md documents it for users):
 
     [ctxd]      inherit = true          # false: parent .contextrc files do not apply
     [env]       NAME = "value"          # ~ and ${VAR} / ${VAR:-default} expanded; $$ is a $;

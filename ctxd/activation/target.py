@@ -12,7 +12,7 @@ what counts as a failure: the hook applies what it may and says the rest once
 at the prompt; here anything withheld (an untrusted or edited .contextrc, an
 untrusted root whose detected environment is held back, a .contextrc error)
 means the *plain* environment and one stderr line, or with ``--strict`` a
-refusal with its exit code (README "Exit codes"). An untrusted .contextrc is
+refusal with its exit code (docs/exit-codes.md). An untrusted .contextrc is
 never applied, not even in part.
 """
 

@@ -405,7 +405,7 @@ def check_config(environ):
     try:
         config.load(environ)
     except ConfigError as e:
-        return Check("config", FAIL, e.message, f"fix the TOML in {path} (see README: Security, Conversation store)")
+        return Check("config", FAIL, e.message, f"fix the TOML in {path} (see docs/security.md, docs/memory.md)")
     return Check("config", OK, f"{path} parses")
 
 

@@ -21,7 +21,7 @@ def _missing_sdk(e):
 def mcp(project_dir):
     """Run a Model Context Protocol server for this project on stdin/stdout.
 
-    AI CLIs start it themselves (see README "MCP server"): tools get_context,
+    AI CLIs start it themselves (see docs/ai-clis.md, "MCP server"): tools get_context,
     search_history, read_output, add_fact and handoff; resources
     ctxd://project/context and ctxd://handoff/latest; the prompt teach.
     Needs the optional extra: pip install 'ctxd[mcp]'.

@@ -14,7 +14,7 @@ from ctxd.errors import ConfigError, CtxdError
 
 TEMPLATE_HEAD = """\
 # .contextrc for {name}: settings ctxd applies when you cd here.
-# Reference: the ".contextrc reference" section of ctxd's README.
+# Reference: docs/contextrc.md.
 # Nothing here applies until you trust it: `ctxd allow` (any edit needs a new allow,
 # `ctxd edit` validates and allows in one go).
 

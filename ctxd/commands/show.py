@@ -83,7 +83,7 @@ def explain(directory, environ):
     envrc_dir = (environ.get("DIRENV_DIR") or "").lstrip("-")  # direnv writes "-/path"
     if envrc_dir and (directory + "/").startswith(envrc_dir.rstrip("/") + "/"):
         info["notes"].append(f"direnv has {os.path.join(envrc_dir, '.envrc')} loaded: its changes stay (ctxd never "
-                             "undoes them), and leaving undoes both (README: Next to other tools)")
+                             "undoes them), and leaving undoes both (docs/shells.md: Next to other tools)")
     info["context_dir"] = t.target.get("CTXD_CONTEXT_DIR")
     info["watch"] = list(dict.fromkeys(plan.watch))
     info["files"] = [{"path": p, "status": st, "error": err} for p, st, err in plan.files]
@@ -155,7 +155,7 @@ def render_text(info):
 
 @click.command()
 @click.argument("directory", required=False, type=DIR)
-@click.option("--json", "json_", is_flag=True, help="Machine-readable output (schema in README).")
+@click.option("--json", "json_", is_flag=True, help="Machine-readable output (schema in docs/commands.md).")
 def show(directory, json_):
     """Explain what ctxd does for DIRECTORY (default: here) and why.
 
