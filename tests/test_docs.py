@@ -69,9 +69,9 @@ def test_the_test_command_is_the_one_ci_runs_and_uses_a_venv():
     Python, which PEP 668 refuses on a stock Debian/Ubuntu (the README says why it uses a venv)."""
     ci = subprocess.run(["awk", "/<!-- test-command -->/{getline; getline; print; exit}", README],
                         capture_output=True, text=True, check=True).stdout.strip()
-    assert ci.startswith("python3 -m venv .venv && .venv/bin/pip install -e '.[test]'"), ci
+    assert ci.startswith("python3 -m venv .test-venv && .test-venv/bin/pip install -e '.[test]'"), ci
     assert "python3 -m pip install" not in ci
-    assert 'PATH="$PWD/.venv/bin:$PATH"' in ci  # the tests run `ctxd` from PATH
+    assert 'PATH="$PWD/.test-venv/bin:$PATH"' in ci  # the tests run `ctxd` from PATH
     assert "awk '/<!-- test-command -->/{getline; getline; print; exit}' README.md" in _read(".ci", "run")
 
 
