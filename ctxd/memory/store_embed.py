@@ -1,28 +1,43 @@
-"""The store's embeddings table (ctxd.memory.embed): what is embedded, what is left, the vectors."""
+"""The store's embeddings table (ctxd.memory.embed): what is embedded, what is left, the vectors.
+A message counts as embedded when it has a row of the current model (another model's row is
+replaced when the embedder reaches it)."""
 
 
 class EmbedTables:
-    def embed_backlog(self):
+    def embed_backlog(self, model):
         return self.db.execute("SELECT count(*) FROM messages m WHERE NOT EXISTS "
-                               "(SELECT 1 FROM embeddings e WHERE e.id = m.id)").fetchone()[0]
+                               "(SELECT 1 FROM embeddings e WHERE e.id = m.id AND e.model = ?)",
+                               (model,)).fetchone()[0]
 
-    def embed_lag(self):
-        """Message ids past the newest one embedded (cheap: two index lookups)."""
+    def embed_lag(self, model):
+        """Message ids past the newest one embedded (cheap: index lookups)."""
         return self.db.execute("SELECT (SELECT coalesce(max(id), 0) FROM messages) - "
-                               "(SELECT coalesce(max(id), 0) FROM embeddings)").fetchone()[0]
+                               "(SELECT coalesce(max(id), 0) FROM embeddings WHERE model = ?)",
+                               (model,)).fetchone()[0]
 
-    def embed_progress(self):
+    def embed_progress(self, model):
         total = self.db.execute("SELECT count(*) FROM messages").fetchone()[0]
-        done = self.db.execute("SELECT count(*) FROM embeddings e WHERE EXISTS "
-                               "(SELECT 1 FROM messages m WHERE m.id = e.id)").fetchone()[0]
+        done = self.db.execute("SELECT count(*) FROM embeddings e WHERE e.model = ? AND EXISTS "
+                               "(SELECT 1 FROM messages m WHERE m.id = e.id)", (model,)).fetchone()[0]
         return done, total
 
-    def embed_todo(self, n):
-        """[(id, kind, content)] of the oldest *n* messages without a row."""
+    def embed_todo(self, model, n):
+        """[(id, kind, content)] of the oldest *n* messages without a row of *model*."""
         return self.db.execute("SELECT m.id, m.kind, m.content FROM messages m WHERE NOT EXISTS "
-                               "(SELECT 1 FROM embeddings e WHERE e.id = m.id) ORDER BY m.id LIMIT ?",
-                               (n,)).fetchall()
+                               "(SELECT 1 FROM embeddings e WHERE e.id = m.id AND e.model = ?) ORDER BY m.id LIMIT ?",
+                               (model, n)).fetchall()
 
+    def embed_before(self, ids, kinds):
+        """{id: (id, content)} of the turn before each of *ids* in its session, among *kinds*."""
+        out = {}
+        marks = ",".join("?" * len(kinds))
+        for mid in ids:
+            row = self.db.execute(f"SELECT p.id, p.content FROM messages m JOIN messages p ON p.session = m.session "
+                                  f"AND p.id < m.id AND p.kind IN ({marks}) WHERE m.id = ? "
+                                  f"ORDER BY p.id DESC LIMIT 1", (*kinds, mid)).fetchone()
+            if row is not None:
+                out[mid] = (row[0], row[1])
+        return out
     def embed_put(self, rows, read):
         """Store *rows* (id, model, scale, bits, vec) of the messages whose content is still
         what was embedded (*read*: {id: content}); one deleted or edited meanwhile gets none."""
