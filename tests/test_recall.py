@@ -364,3 +364,13 @@ def test_a_long_question_is_embedded_by_its_start_and_end():
     assert len(q) < 500 and q.startswith("log line") and q.endswith("so when is the cutover?")
     zh = "日志" * 5000 + "切换是什么时候？"
     assert len(embed.question(zh)) < 120 and embed.question(zh).endswith("切换是什么时候？")
+
+
+def test_per_prompt_recall_is_all_or_nothing_for_the_question(store):
+    """The question decides (its best hits hold enough of its terms), then what scores near
+    the best comes along; a question the history cannot answer brings nothing."""
+    hits = recall.rank(store, "how is Biscuit settling in?", semantic=False)
+    chosen = [h.message.id for h in recall.answerable(hits, 0.6)]
+    assert chosen == [4, 5]  # the question and its answer; the turns around score below half the best
+    assert recall.answerable(recall.rank(store, "what is the capital of Peru and its population?",
+                                         semantic=False), 0.6) == []

@@ -33,7 +33,7 @@ from ctxd.memory.layout import MemoryPaths
 
 DEFAULT_BUDGET = 8000
 RECALL_BUDGET = 1500  # tokens: ctxd recall and per-prompt recall, unless [context] recall_budget says otherwise
-RECALL_THRESHOLD = 0.6  # relevance (share of the prompt's terms a turn contains) needed to inject it
+RECALL_THRESHOLD = 0.6  # share of the prompt's terms the best hits must hold for anything to be injected
 PROMPT_RECALL_SECONDS = 0.1  # per-prompt recall gives up (injects nothing) rather than take longer
 FACT_KINDS = ("preference", "requirement", "background", "todo")
 FACT_MAX = 500  # characters: a fact is one statement (the context shows ~220 of it)
@@ -332,8 +332,8 @@ class ProjectMemory:
                        limit_chars=HOOK_CONTEXT_CHARS):
         """What a just-submitted prompt should come with: the earlier turns relevant to it
         (at most *budget* tokens, [context] recall_budget, else 1,500, and *limit_chars*
-        characters), "" when nothing
-        scores above the relevance threshold ([context] recall_threshold).
+        characters), "" when none of the best hits holds the share of the prompt's terms
+        [context] recall_threshold asks (``recall.answerable``).
 
         Never what *session* holds already (its own turns, its SessionStart context,
         earlier recalls: recorded in the store as injected), never the prompt itself.
@@ -354,8 +354,8 @@ class ProjectMemory:
             store = self.store(create=False)
             with store.deadline(time_limit):
                 held = store.injected_ids(session) | store.session_ids(session)
-                hits = [h for h in recall.rank(store, prompt, exclude=held)
-                        if h.raw >= threshold and h.message.content.strip() != prompt.strip()]
+                hits = recall.answerable([h for h in recall.rank(store, prompt, exclude=held)
+                                          if h.message.content.strip() != prompt.strip()], threshold)
             items, text, _used = recall.pack(hits, budget)
             if items:
                 store.mark_injected(session, [h.message.id for h in items])
