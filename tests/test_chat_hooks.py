@@ -180,6 +180,8 @@ def test_claude_user_prompt_is_recorded(project):
         "user", "Add a --json flag to the show command", "claude", CLAUDE_SID)
     from ctxd.memory.project import locate
 
+    # the hook leaves context.md to the detached refresh the turn's end starts (test_hook_context_md)
+    subprocess.run([CTXD, "chat", "refresh"], cwd=project, capture_output=True, check=True, timeout=60)
     assert "Add a --json flag" in Path(locate(str(project)).context_dir, "context.md").read_text()
 
 

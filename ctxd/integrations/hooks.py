@@ -13,6 +13,12 @@ The project is found from the payload's ``cwd``. What each event does:
 - end of turn / compaction / end of session (Stop, SubagentStop, PreCompact,
   SessionEnd; Gemini PreCompress, SessionEnd): import what the transcript
   gained since the last import.
+
+No hook renders context.md: a change marks it stale, and the end of a turn (the
+events above, Gemini AfterAgent, Codex Stop and notify) starts the detached
+`ctxd chat refresh` that renders it, with facts, summaries and embeddings
+(``ProjectMemory.refresh_later``). SessionStart injects what that render kept
+when nothing changed since, else renders in process (docs/hooks.md).
 - codex-notify (``agent-turn-complete``): record the turn's input messages and
   the last assistant message.
 - Claude Code SessionStart, CwdChanged, FileChanged: also write the project's
@@ -85,7 +91,7 @@ def _memory(payload, redact=True):
     from ctxd.memory.core import ProjectMemory
 
     return ProjectMemory.at(os.path.abspath(os.path.expanduser(cwd)), redact=redact,
-                            busy_timeout=HOOK_BUSY_SECONDS, replay_limit=HOOK_REPLAY_SECONDS)
+                            busy_timeout=HOOK_BUSY_SECONDS, replay_limit=HOOK_REPLAY_SECONDS, render_later=True)
 
 
 # Live records (prompts and responses seen by hooks, Codex notify) are provisional:
@@ -118,8 +124,9 @@ def _import(mem, tool, path, session):
         mem.changed()
 
 
-def _write(tool, payload, records=(), transcript=None, then=None, mem=None):
-    """Store *records*, then import *transcript*; *then(mem)* after that (its result returned).
+def _write(tool, payload, records=(), transcript=None, then=None, mem=None, turn_end=False):
+    """Store *records*, then import *transcript*; *then(mem)* after that (its result returned);
+    at the *turn_end*, the detached refresh started when there is work for it.
 
     When the store cannot take them now (busy past HOOK_BUSY_SECONDS, disk full, read-only,
     corrupt), what was not stored yet is queued in the spool (redacted) for the next writer,
@@ -137,7 +144,10 @@ def _write(tool, payload, records=(), transcript=None, then=None, mem=None):
             if transcript:
                 _import(mem, tool, transcript, session)
                 transcript = None
-            return then(mem) if then else None
+            out = then(mem) if then else None
+            if turn_end:
+                mem.refresh_later()
+            return out
     except StoreUnavailable as e:
         if not records and not transcript:
             raise  # all was stored; what failed after is only logged
@@ -225,7 +235,7 @@ def on_gemini_response(tool, payload):
     session = _id(payload, "session_id")
     key = f"gemini-hook:{session}:{_sha(_str(payload, 'prompt') + chr(0) + response)[:32]}"
     _write(tool, payload, [dict(kind="reply", content=response, session=session, source=tool, dedup=key,
-                                ts=_now())])
+                                ts=_now())], turn_end=True)
     return None
 
 
@@ -237,15 +247,16 @@ def _now():
 
 def on_transcript(tool, payload):
     path = payload.get("transcript_path")
-    if not isinstance(path, str) or not path:
-        return None
-    path = os.path.expanduser(path)
-    if not os.path.exists(path):
-        # Claude Code can fire Stop before it has written the transcript: nothing yet, not an error.
+    path = os.path.expanduser(path) if isinstance(path, str) and path else ""
+    if not path or not os.path.exists(path):
+        # Claude Code can fire Stop before it has written the transcript: nothing yet, not an error;
+        # what the turn's prompt stored is still rendered
+        with _memory(payload) as mem:
+            mem.refresh_later()
         return None
     if not os.path.isfile(path):
         raise HookError(f"the transcript {path} is not a file")
-    _write(tool, payload, transcript=path)
+    _write(tool, payload, transcript=path, turn_end=True)
     return None
 
 
@@ -412,7 +423,8 @@ def codex_notify(args):
                      dedup=f"codex:{thread}:{turn}:user:{i}") for i, m in enumerate(inputs)]
     messages.append(dict(kind="reply", content=last, session=thread, source="codex", ts=now,
                          dedup=f"codex:{thread}:{turn}:assistant"))
-    _write("codex", dict(payload, session_id=thread, hook_event_name="agent-turn-complete"), messages, mem=mem)
+    _write("codex", dict(payload, session_id=thread, hook_event_name="agent-turn-complete"), messages, mem=mem,
+           turn_end=True)
     return None
 
 

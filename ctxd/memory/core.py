@@ -62,10 +62,11 @@ class NoStore(NotFoundError):
 class ProjectMemory:
     """The conversation memory of one project (see the module docstring)."""
 
-    def __init__(self, project, *, redact=True, busy_timeout=None, replay_limit=None):
+    def __init__(self, project, *, redact=True, busy_timeout=None, replay_limit=None, render_later=False):
         """*busy_timeout*: seconds a write waits for another process's lock (the store's default
         when None); *replay_limit*: seconds the first write open may spend replaying the spool
-        (all of it when None)."""
+        (all of it when None); *render_later* (AI CLI hooks): a change marks context.md stale
+        for the detached refresh (``refresh_later``) instead of rendering it at once."""
         self.project = project
         self.root = project.root
         self.paths = MemoryPaths(project.context_dir)
@@ -73,14 +74,16 @@ class ProjectMemory:
         self._store = None
         self._busy_timeout = busy_timeout
         self._replay_limit = replay_limit
+        self._render_later = render_later
 
     # -- opening ------------------------------------------------------------------
     @classmethod
-    def at(cls, cwd=None, environ=None, *, redact=True, busy_timeout=None, replay_limit=None):
+    def at(cls, cwd=None, environ=None, *, redact=True, busy_timeout=None, replay_limit=None, render_later=False):
         """The memory of the project holding *cwd* ($PWD by default)."""
         from ctxd.memory.project import locate
 
-        return cls(locate(cwd, environ), redact=redact, busy_timeout=busy_timeout, replay_limit=replay_limit)
+        return cls(locate(cwd, environ), redact=redact, busy_timeout=busy_timeout, replay_limit=replay_limit,
+                   render_later=render_later)
 
     @property
     def context_dir(self):
@@ -467,52 +470,85 @@ class ProjectMemory:
         return render.render(self.store(create=False), self.root, shown=shown,
                              **({"max_chars": max_chars} if max_chars else {}))
 
-    def write_context_file(self):
-        """Re-render context.md under its lock, atomically; its path."""
+    def write_context_file(self, injection=False):
+        """Re-render context.md under its lock, atomically (*injection*: keep the SessionStart
+        injection ready too); its path."""
         from ctxd.memory import render
 
-        return render.write(self.store(create=False), self.root)
+        return render.write(self.store(create=False), self.root,
+                            injection=self._injection if injection else None)
 
     def changed(self):
-        """After a change: context.md now, the LLM summary and a facts backlog in the background."""
+        """After a change: context.md now, the LLM summary and a facts backlog in the background.
+        With render_later (a hook): context.md is only marked stale (``refresh_later``)."""
+        from ctxd.memory import render
+
+        if self._render_later:
+            render.mark_stale(self.context_dir)
+            return None
         from ctxd.memory import summarizer
 
         path = self.write_context_file()
         summarizer.spawn_refresh(self.project, self._store)
         return path
 
+    def refresh_later(self):
+        """At the end of a turn: start the detached `ctxd chat refresh` when context.md is stale
+        (it renders it) or other background work waits; whether one was started."""
+        import sqlite3
+
+        from ctxd.memory import render, summarizer
+        from ctxd.memory.store import StoreError
+
+        try:
+            return summarizer.spawn_refresh(self.project, self._store, now=render.is_stale(self.context_dir))
+        except (sqlite3.Error, StoreError):  # a busy or damaged store: the next turn's end asks again
+            return False
+
     def session_context(self, limit_chars=HOOK_CONTEXT_CHARS, session=None):
         """What a new AI CLI session starts with: at most *limit_chars* characters, "" when empty.
 
-        With *session*, the messages it carries are remembered as injected into that session,
-        so per-prompt recall never gives them again."""
+        The injection the last render kept is used when the store has not changed since
+        (``render.cached_injection``); else it is rendered now. With *session*, the messages it
+        carries are remembered as injected into that session, so per-prompt recall never
+        gives them again."""
+        from ctxd.memory import render
+
         if not self.exists():
             return ""
-        store = self.store(create=False)
-        if store.count() == 0:
-            return ""
-        note = (f"\n[ctxd: the full context file is {self.paths.context_file}; search every earlier turn with: "
-                f"ctxd chat search QUERY]\n")
-        room = limit_chars - len(note)
-        budget = room
-        shown = set()
-        text = self.render(max_chars=budget, shown=shown)
-        for _ in range(6):  # CJK and markup make characters per token vary: shrink until it fits
-            if len(text) <= room:
-                break
-            budget = int(budget * room / len(text) * 0.95)
-            shown = set()
-            text = self.render(max_chars=budget, shown=shown)
+        cached = render.cached_injection(self.context_dir) if limit_chars == HOOK_CONTEXT_CHARS else None
+        text, shown = cached or self._injection(self.store(create=False), limit_chars)
         if session and shown:
             try:
                 self.store(create=False).mark_injected(session, sorted(shown))
             except Exception:  # a read-only or busy store: the injection still goes out
                 pass
+        return text
+
+    def _injection(self, store, limit_chars=HOOK_CONTEXT_CHARS):
+        """(text, ids it carries) of the SessionStart injection, rendered from *store*; ("", ())
+        for an empty store."""
+        from ctxd.memory import render
+
+        if store.count() == 0:
+            return "", ()
+        note = (f"\n[ctxd: the full context file is {self.paths.context_file}; search every earlier turn with: "
+                f"ctxd chat search QUERY]\n")
+        room = limit_chars - len(note)
+        budget = room
+        shown = set()
+        text = render.render(store, self.root, max_chars=budget, shown=shown)
+        for _ in range(6):  # CJK and markup make characters per token vary: shrink until it fits
+            if len(text) <= room:
+                break
+            budget = int(budget * room / len(text) * 0.95)
+            shown = set()
+            text = render.render(store, self.root, max_chars=budget, shown=shown)
         if len(text) > room:  # a single huge turn: cut at a line boundary
             cut = text[:room]
             nl = cut.rfind("\n")
             text = cut[: nl + 1] if nl > room // 2 else cut
-        return text.rstrip("\n") + "\n" + note
+        return text.rstrip("\n") + "\n" + note, shown
 
     def rendered_context(self, limit_chars=HOOK_CONTEXT_CHARS):
         """context.md as last rendered (the store is not read), cut at a line boundary to
@@ -528,14 +564,20 @@ class ProjectMemory:
         return text if text.strip() else ""
 
     def refresh(self):
-        """What hooks queued stored (the spool), facts and (when configured) the LLM summary up to
-        date: (messages read, summarizer status)."""
-        from ctxd.memory import engine, summarizer
+        """What hooks queued stored (the spool), facts, context.md (with the SessionStart
+        injection) and (when configured) the LLM summary up to date, then the embeddings:
+        (messages read, summarizer status). context.md is rendered before the summarizer
+        runs, so it never waits for an LLM."""
+        from ctxd.memory import engine, render, summarizer
 
         store = self.store(create=False)
         self.replay_spool()
         n = engine.refresh_facts(store)
+        if n or render.is_stale(self.context_dir) or render.cached_injection(self.context_dir) is None:
+            self.write_context_file(injection=True)
         status = summarizer.refresh(store, self.project.config)
+        if status == "ok":  # a new LLM summary: the context shows it
+            self.write_context_file(injection=True)
         self.embed_backlog(store)
         return n, status
 

@@ -4,6 +4,8 @@
       store.db (+ -wal, -shm)   the conversation store (SQLite, 0600)
       outputs/<sha>.txt         huge tool outputs, offloaded behind a preview
       context.md                the rendered context AI CLIs read (.context.lock guards it)
+      .context.stale            present while context.md lags behind the store (a hook wrote)
+      cache/session-start.json  the SessionStart injection kept by the last render
       decisions.jsonl           every mode decision of the context engine
       cache/                    summaries by range, the LLM summary and its status
       handoffs/                 versioned handoff archives and their index
@@ -24,8 +26,9 @@ OUTPUTS = "outputs"
 class MemoryPaths:
     """The files of one context directory (see the module docstring)."""
 
-    __slots__ = ("context_dir", "store", "outputs", "context_file", "context_lock", "cache", "decisions",
-                 "llm_summary", "summarizer_status", "summary_lock", "facts_lock", "handoffs", "spool")
+    __slots__ = ("context_dir", "store", "outputs", "context_file", "context_lock", "context_stale", "injection",
+                 "cache", "decisions", "llm_summary", "summarizer_status", "summary_lock", "facts_lock", "handoffs",
+                 "spool")
 
     def __init__(self, context_dir):
         j = os.path.join
@@ -34,6 +37,8 @@ class MemoryPaths:
         self.outputs = j(context_dir, OUTPUTS)
         self.context_file = j(context_dir, "context.md")
         self.context_lock = j(context_dir, ".context.lock")
+        self.context_stale = j(context_dir, ".context.stale")
+        self.injection = j(context_dir, "cache", "session-start.json")
         self.cache = j(context_dir, "cache")
         self.decisions = j(context_dir, "decisions.jsonl")
         self.llm_summary = j(context_dir, "cache", "llm-summary.json")

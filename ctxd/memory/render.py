@@ -1,9 +1,16 @@
 """context.md: the compact, file-shaped view of a project's conversation.
 
-Any AI CLI that reads files can read it. Re-rendered after every change,
-under a lock, atomically, so concurrent writers never leave a torn file.
+Any AI CLI that reads files can read it. Re-rendered under a lock, atomically, so
+concurrent writers never leave a torn file: at once after a change made by a
+command, and after a change made by an AI CLI hook by the detached
+`ctxd chat refresh` the turn's end starts (a hook only marks the file stale:
+``mark_stale``). Until then context.md is the previous render, whole.
+
+That refresh also keeps the SessionStart injection ready (``save_injection``),
+so a session starts without rendering when nothing changed since.
 """
 
+import json
 import os
 
 from ctxd.activation.fileio import atomic_write, locked
@@ -65,9 +72,61 @@ def render(store, root, max_chars=TOTAL_CHARS, shown=None):
     return "\n".join(lines).rstrip() + "\n"
 
 
-def write(store, root):
-    """Re-render context.md under its lock, atomically; returns its path."""
+def write(store, root, injection=None):
+    """Re-render context.md under its lock, atomically; returns its path. *injection(store)*,
+    when given, is rendered too and kept for SessionStart (``cached_injection``); else the
+    one kept is dropped.
+
+    The stale mark goes before the store is read: a change committed after that read marks
+    the file stale again (``mark_stale`` follows the commit), so no change is ever lost."""
     paths = MemoryPaths(store.dir)
     with locked(paths.context_lock):
-        atomic_write(paths.context_file, render(store, root), mode=0o600)
+        _unlink(paths.context_stale)
+        _unlink(paths.injection)
+        try:
+            atomic_write(paths.context_file, render(store, root), mode=0o600)
+            if injection is not None:
+                text, shown = injection(store)
+                atomic_write(paths.injection, json.dumps({"text": text, "shown": sorted(shown)}), mode=0o600)
+        except BaseException:
+            mark_stale(store.dir)  # not rendered: still stale for the next refresh
+            raise
     return paths.context_file
+
+
+def mark_stale(context_dir):
+    """After a hook's change: context.md (and the kept SessionStart injection) no longer
+    match the store; the detached refresh re-renders them. Two cheap file operations."""
+    paths = MemoryPaths(context_dir)
+    try:
+        _unlink(paths.injection)
+        os.close(os.open(paths.context_stale, os.O_WRONLY | os.O_CREAT, 0o600))
+    except OSError:  # a read-only context dir: no file there can be rewritten either
+        pass
+
+
+def is_stale(context_dir):
+    return os.path.exists(MemoryPaths(context_dir).context_stale)
+
+
+def cached_injection(context_dir):
+    """(text, shown ids) of the SessionStart injection kept by the last render, or None when
+    there is none or the store changed since."""
+    paths = MemoryPaths(context_dir)
+    try:
+        with open(paths.injection, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if os.path.exists(paths.context_stale):  # checked after the read: a change since wins
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("text"), str) or not isinstance(doc.get("shown"), list):
+        return None
+    return doc["text"], [i for i in doc["shown"] if isinstance(i, int)]
+
+
+def _unlink(path):
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

@@ -142,16 +142,16 @@ def last_status(context_dir):
         return None
 
 
-def spawn_refresh(project, store=None):
-    """Start a detached `ctxd chat refresh` (daemon-free) when there is background work:
-    an LLM summarizer is configured, or facts or embeddings (the semantic extra) lag behind."""
+def spawn_refresh(project, store=None, now=False):
+    """Start a detached `ctxd chat refresh` (daemon-free) when there is background work (*now*:
+    there is, e.g. context.md to render): an LLM summarizer is configured, or facts or
+    embeddings (the semantic extra) lag behind. Cheap to ask: no module with rules to compile
+    is imported."""
     import sys
 
-    lagging = False
-    if store is not None:
-        from ctxd.memory import engine
-
-        lagging = engine.backlog(store) > 0
+    lagging = now
+    if store is not None and not lagging:
+        lagging = store.count_after(store.facts_watermark(), cap=1) > 0  # engine.backlog, without engine
         if not lagging:
             from ctxd.memory import embed
 

@@ -1,0 +1,214 @@
+"""context.md off the hooks' path: a hook marks it stale, the detached `ctxd chat refresh`
+the turn's end starts renders it; SessionStart still injects the current context.
+
+Whole `ctxd chat hook` processes with the contract payloads (tests/contracts/hooks), a real
+store in a tmp project; the detached refresh is a real process, waited for by polling the file.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+CONTRACTS = Path(__file__).parent / "contracts" / "hooks"
+CTXD = shutil.which("ctxd")
+CLAUDE_SID = "3f6a2c1e-8b7d-4e2a-9c1f-5d4b3a2e1f00"
+PROMPT = {"claude": "Add a --json flag to the show command", "codex": "Rename foo to bar everywhere",
+          "gemini": "Why does the build fail on CI?"}
+
+pytestmark = pytest.mark.skipif(CTXD is None, reason="the ctxd console script is not on PATH")
+
+
+@pytest.fixture
+def project(tmp_path):
+    root = tmp_path / "proj"
+    (root / ".git").mkdir(parents=True)
+    return root
+
+
+def payload(tool, name, project, transcript=None, **extra):
+    text = (CONTRACTS / tool / name).read_text()
+    text = text.replace("__CWD__", json.dumps(str(project))[1:-1])
+    doc = json.loads(text.replace("__TRANSCRIPT__", json.dumps(str(transcript or ""))[1:-1]))
+    doc.update(extra)
+    return json.dumps(doc)
+
+
+def hook(tool, stdin):
+    r = subprocess.run([CTXD, "chat", "hook", tool], input=stdin.encode(), capture_output=True, timeout=60)
+    assert r.returncode == 0 and b"Traceback" not in r.stderr, r.stderr
+    return r
+
+
+def ctxd(project, *args):
+    r = subprocess.run([CTXD, *args], cwd=project, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+def paths(project):
+    from ctxd.memory.layout import MemoryPaths
+    from ctxd.memory.project import locate
+
+    return MemoryPaths(locate(str(project)).context_dir)
+
+
+def seeded(project):
+    """A store holding one note and the context.md a command rendered for it at once."""
+    ctxd(project, "chat", "add", "The staging database is pg-staging-7.")
+    p = paths(project)
+    assert "pg-staging-7" in Path(p.context_file).read_text() and not os.path.exists(p.context_stale)
+    return p
+
+
+def wait_current(p, needle, timeout=90):
+    """context.md holds *needle* and is not marked stale (the detached refresh ran)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if not os.path.exists(p.context_stale) and needle in Path(p.context_file).read_text():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def session_start(tool, project, session):
+    r = hook(tool, payload(tool, "session_start.json", project, session_id=session))
+    return json.loads(r.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+def transcript(project, tmp_path):
+    dest = tmp_path / "transcript.jsonl"
+    dest.write_text((CONTRACTS / "claude" / "transcript.jsonl").read_text()
+                    .replace("__CWD__", json.dumps(str(project))[1:-1]))
+    return dest
+
+
+def prompt_payload(tool, project):
+    name = "before_agent.json" if tool == "gemini" else "user_prompt_submit.json"
+    return payload(tool, name, project, prompt=PROMPT[tool])
+
+
+@pytest.mark.parametrize("tool", ["claude", "codex", "gemini"])
+def test_the_prompt_hook_leaves_context_md_as_it_was_and_marks_it_stale(tool, project):
+    p = seeded(project)
+    before = Path(p.context_file).read_bytes()
+    hook(tool, prompt_payload(tool, project))
+    assert Path(p.context_file).read_bytes() == before  # the previous render, whole
+    assert os.path.exists(p.context_stale)
+    from ctxd.memory.core import ProjectMemory
+
+    with ProjectMemory.at(str(project)) as mem:
+        assert PROMPT[tool] in [m.content for m in mem.recent(5)]
+
+
+@pytest.mark.parametrize("case", ["claude-stop", "claude-stop-before-the-transcript", "claude-session-end",
+                                  "codex-stop", "gemini-after-agent"])
+def test_the_turn_end_makes_context_md_current_in_the_background(case, project, tmp_path):
+    tool = case.split("-")[0]
+    p = seeded(project)
+    hook(tool, prompt_payload(tool, project))
+    if case == "claude-stop":
+        hook(tool, payload(tool, "stop.json", project, transcript(project, tmp_path)))
+    elif case == "claude-stop-before-the-transcript":  # Claude Code may fire Stop before writing it
+        hook(tool, payload(tool, "stop.json", project, tmp_path / "not-yet.jsonl"))
+    elif case == "claude-session-end":
+        hook(tool, payload(tool, "session_end.json", project, transcript(project, tmp_path)))
+    elif case == "codex-stop":
+        hook(tool, payload(tool, "stop.json", project, tmp_path / "no-rollout.jsonl"))
+    else:
+        hook(tool, payload(tool, "after_agent.json", project))
+    assert wait_current(p, PROMPT[tool]), Path(p.context_file).read_text()
+
+
+def test_a_turn_end_hook_does_not_render_but_starts_the_refresh(project, tmp_path, monkeypatch):
+    """In process, so the hook's own work is seen apart from the refresh it starts."""
+    from ctxd.integrations import hooks
+    from ctxd.memory import summarizer
+
+    p = seeded(project)
+    started = []
+    monkeypatch.setattr(summarizer, "spawn_refresh", lambda project, store=None, now=False: started.append(now))
+    before = Path(p.context_file).read_bytes()
+    hooks.handle("claude", json.loads(payload("claude", "stop.json", project, transcript(project, tmp_path))))
+    assert Path(p.context_file).read_bytes() == before
+    assert os.path.exists(p.context_stale) and started == [True]
+
+
+def test_refresh_renders_a_stale_context_md_and_keeps_the_session_start_injection(project):
+    p = seeded(project)
+    hook("claude", prompt_payload("claude", project))
+    ctxd(project, "chat", "refresh")
+    assert PROMPT["claude"] in Path(p.context_file).read_text() and not os.path.exists(p.context_stale)
+    kept = json.loads(Path(p.injection).read_text())
+    assert PROMPT["claude"] in kept["text"] and kept["shown"]
+
+
+def _without_time(text):
+    return "\n".join(line for line in text.splitlines() if " · updated " not in line)
+
+
+def test_session_start_injects_what_the_refresh_kept_and_marks_it_injected(project):
+    p = seeded(project)
+    hook("claude", prompt_payload("claude", project))
+    ctxd(project, "chat", "refresh")
+    kept = json.loads(Path(p.injection).read_text())
+    assert session_start("claude", project, "s-new") == kept["text"]
+    from ctxd.memory.project import locate, open_store
+
+    with open_store(locate(str(project)), create=False) as s:
+        assert s.injected_ids("s-new") == set(kept["shown"])
+    os.unlink(p.injection)  # rendered now, from the store: the same context
+    assert _without_time(session_start("claude", project, "s-other")) == _without_time(kept["text"])
+
+
+@pytest.mark.parametrize("tool", ["claude", "codex", "gemini"])
+def test_session_start_right_after_a_prompt_injects_that_prompt(tool, project):
+    """The refresh has not run: SessionStart renders from the store, not from what was kept."""
+    p = seeded(project)
+    ctxd(project, "chat", "refresh")
+    assert os.path.exists(p.injection)
+    hook(tool, prompt_payload(tool, project))
+    if tool == "gemini":
+        r = hook(tool, payload(tool, "session_start.json", project))
+        text = json.loads(r.stdout)["hookSpecificOutput"]["additionalContext"]
+    else:
+        text = session_start(tool, project, "s-next")
+    assert PROMPT[tool] in text and "pg-staging-7" in text
+
+
+def test_a_render_that_fails_leaves_context_md_stale(project, monkeypatch):
+    from ctxd.memory import render
+    from ctxd.memory.core import ProjectMemory
+
+    p = seeded(project)
+    hook("claude", prompt_payload("claude", project))
+
+    def broken(*a, **kw):
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(render, "render", broken)
+    with ProjectMemory.at(str(project)) as mem, pytest.raises(OSError):
+        mem.write_context_file(injection=True)
+    assert os.path.exists(p.context_stale)  # the next refresh renders it
+
+
+def test_the_prompt_hook_imports_no_context_engine(project):
+    """Rendering (the engine, facts, session memory: hundreds of regexes) is the refresh's."""
+    seeded(project)
+    code = ("import sys, io; sys.argv = ['ctxd', 'chat', 'hook', 'claude'];"
+            f"sys.stdin = io.TextIOWrapper(io.BytesIO({prompt_payload('claude', project).encode()!r}))\n"
+            "from ctxd import _entry\n"
+            "try:\n    _entry.main()\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('ctxd.memory.engine', 'ctxd.memory.facts', 'ctxd.memory.session',"
+            " 'ctxd.memory.summarizer', 'subprocess', 'click') if m in sys.modules))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.stdout.strip().splitlines()[-1] == "[]", r.stdout + r.stderr
+    from ctxd.memory.core import ProjectMemory
+
+    with ProjectMemory.at(str(project)) as mem:  # the hook did its work
+        assert PROMPT["claude"] in [m.content for m in mem.recent(5)]
