@@ -73,14 +73,20 @@ def transition(environ, pwd=None, *, old_state="read", run_hooks=False, shell=No
     pwd = pwd or logical_pwd(environ)
     root = detectors.find_root(pwd)
     old = t.old
-    leaving = bool(old and old.root and old.root != root)
-    if run_hooks and leaving and old.leave.get("cmds"):
+    clean = envdiff.restore(environ, old)
+    t.plan = planner.build(root, clean, environ) if root else None
+    # The state records the hooks of the environment it loaded: the on_enter that ran (its
+    # signature) and the on_leave owed for it. Unless the new plan loads the very same hooks
+    # for the same root, that environment is being unloaded (a cd out, a deny, an edit that
+    # blocks the file ...): its on_leave runs now, in it, and the new plan's on_enter after.
+    sig = _sha1_hex("\0".join(t.plan.on_enter)) if t.plan and t.plan.on_enter else ""
+    same_hooks = bool(old and old.root == root and old.enter_sig == sig
+                      and (old.leave.get("cmds") or []) == (t.plan.on_leave if t.plan else []))
+    if run_hooks and old and not same_hooks and old.leave.get("cmds"):
         from ctxd.activation import hooks
 
         t.warnings += hooks.run(old.leave["cmds"], dict(environ), old.leave.get("cwd") or old.root,
                                 old.leave.get("timeout") or 5.0, "on_leave")
-    clean = envdiff.restore(environ, old)
-    t.plan = planner.build(root, clean, environ) if root else None
     if t.plan and shell is not None and shell.reserved:
         refuse(t.plan, shell)
     kept = ()
@@ -109,10 +115,8 @@ def transition(environ, pwd=None, *, old_state="read", run_hooks=False, shell=No
             t.target[TOLD_VAR] = told
     if t.plan.on_leave:
         t.state.leave = {"cmds": t.plan.on_leave, "timeout": t.plan.timeout, "cwd": root}
-    sig = _sha1_hex("\0".join(t.plan.on_enter)) if t.plan.on_enter else ""
     t.state.enter_sig = sig
-    entering = not (old and old.root == root and old.enter_sig == sig)
-    if run_hooks and sig and entering:
+    if run_hooks and sig and not same_hooks:
         from ctxd.activation import hooks
 
         t.warnings += hooks.run(t.plan.on_enter, t.target, root, t.plan.timeout, "on_enter")
