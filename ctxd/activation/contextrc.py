@@ -3,6 +3,8 @@
 Schema (docs/contextrc.md documents it for users):
 
     [ctxd]      inherit = true          # false: parent .contextrc files do not apply
+                inherit_root = false    # true: the enclosing project root's detected
+                                        # environment applies too, behind this root's
     [env]       NAME = "value"          # ~ and ${VAR} / ${VAR:-default} expanded; $$ is a $;
                                         # ${CTXD_ROOT}: the project root, ${CTXD_RC_DIR}: this file's dir
                 NAME = false            # unset NAME
@@ -123,7 +125,10 @@ def _validate(path, text, doc):
     inherit = ctxd_t.get("inherit", True)
     if not isinstance(inherit, bool):
         fail(("ctxd",), "inherit", "'ctxd.inherit' must be true or false")
-    unknown += [f"ctxd.{k}" for k in ctxd_t if k != "inherit"]
+    inherit_root = ctxd_t.get("inherit_root")  # None: not said here (a farther file may)
+    if inherit_root is not None and not isinstance(inherit_root, bool):
+        fail(("ctxd",), "inherit_root", "'ctxd.inherit_root' must be true or false")
+    unknown += [f"ctxd.{k}" for k in ctxd_t if k not in ("inherit", "inherit_root")]
 
     def env_table(tbl, where):
         out = []
@@ -225,7 +230,7 @@ def _validate(path, text, doc):
             fail(("context",), k, f"'context.{k}' must be a string")
         ctx[k] = v
 
-    return {"inherit": inherit, "env": env, "env_files": files, "path": path_, "detect": detect, "hooks": hooks,
+    return {"inherit": inherit, "inherit_root": inherit_root, "env": env, "env_files": files, "path": path_, "detect": detect, "hooks": hooks,
             "branch": branches, "context": ctx, "unknown": unknown}
 
 

@@ -87,19 +87,21 @@ def apply(base, plan, extra_sets=(), kept=()):
 
     added = []
     current = split_path(target.get(PATH))
-    front = []
-    for entry, _source in plan.prepend:
-        if not entry or entry in front:
+    front = []  # [(where in current, entry)]: a new entry goes behind the kept ones before it
+    at = 0  # in the plan (a re-export of the same root), so a new entry never jumps ahead of
+    for entry, _source in plan.prepend:  # an earlier one (a parent root's behind the venv)
+        if not entry or entry in added:
             continue
         if entry in current:
             if entry in kept:
                 added.append(entry)
+                at = max(at, current.index(entry) + 1)
             continue  # already on PATH: never a duplicate
-        front.append(entry)
+        front.append((at, entry))
         added.append(entry)
     back = []
     for entry, _source in getattr(plan, "append", ()):
-        if not entry or entry in front or entry in back:
+        if not entry or entry in added or entry in back:
             continue
         if entry in current:
             if entry in kept:
@@ -109,7 +111,10 @@ def apply(base, plan, extra_sets=(), kept=()):
         added.append(entry)
     path_was_unset = PATH not in base
     if front or back:
-        target[PATH] = join_path(front + current + back)
+        entries = list(current)
+        for where, entry in reversed(front):  # from the back: earlier positions stay valid
+            entries.insert(where, entry)
+        target[PATH] = join_path(entries + back)
     state = State(plan.root, snap, ours, added, path_was_unset)
     return target, state
 

@@ -11,7 +11,7 @@ from ctxd import paths
 from ctxd.activation import minijson
 from ctxd.errors import CtxdError
 
-CACHE_SCHEMA = 2  # 2: [context] recall_budget, recall_threshold
+CACHE_SCHEMA = 3  # 2: [context] recall_budget, recall_threshold; 3: [ctxd] inherit_root
 
 
 def sha256_hex(data):

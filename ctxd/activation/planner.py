@@ -26,6 +26,8 @@ SIZE_MSG = ("ctxd: {src}: {name} is {size} bytes with its name; the kernel passe
 LINK_MSG = ("ctxd: {path} is a symlink to {target} and is not trusted here, so nothing in it applies "
             "(trust is per directory, never borrowed from the file a link points at). Review it, then run: "
             "ctxd allow {dir}")
+INHERIT_MSG = ("ctxd: {parent} is not trusted, so its detected environment is not inherited "
+               "([ctxd] inherit_root). Run: ctxd allow {parent}")
 ROOT_MSG = ("ctxd: {root} is not trusted, so its detected environment ({what}) is not applied. "
             "Run: ctxd allow {root}  (or trust the whole tree: ctxd allow --tree DIR)")
 
@@ -133,6 +135,9 @@ def build(root, base, environ):
                                 {s.split(":")[0] for _, s in probe.prepend}))
         plan.warnings.append(ROOT_MSG.format(root=_q(root), what=what))
         plan.notes.append("detected environment withheld: root not trusted")
+    # [ctxd] inherit_root (nearest file saying it wins): the enclosing root's detected environment
+    if next((p["inherit_root"] for _, p in layers if p.get("inherit_root") is not None), False):
+        _inherit_root(plan, base, environ, enabled, layers, cfg)
 
     # .contextrc layers, farthest first so the nearest wins per key
     running = dict(base)
@@ -209,6 +214,56 @@ def build(root, base, environ):
     plan.context = ctx
     _finish(plan, environ)
     return plan
+
+
+def _inherit_root(plan, base, environ, enabled, layers, cfg):
+    """Add the detected environment of the project root enclosing *plan*'s root (a package in a
+    monorepo gets the monorepo's node_modules/.bin), like direnv's source_up: its variables go
+    before the root's own in plan.sets (so the root's win), its PATH entries behind the root's
+    own. Only when that root is trusted itself; its files and trust records are watched."""
+    root = plan.root
+    if root == "/" or detectors.ceiling(root) == root:
+        return
+    parent = detectors.find_root(os.path.dirname(root))
+    if parent is None:
+        plan.notes.append("[ctxd] inherit_root: no project root encloses this one")
+        return
+    allow_file, deny_file = trust.root_files(parent, environ)
+    plan.watch += [allow_file, deny_file]
+    rc = os.path.join(parent, detectors.CONTEXTRC)
+    trusted = not os.path.exists(deny_file) and (
+        any(p == rc for p, _ in layers)
+        or trust.allows_dir(allow_file)
+        or trust.under_trusted_tree(parent, list(cfg["trust"]["roots"]) + trust.trees(environ))
+        or _rc_allowed(rc, plan, environ)
+    )
+    probe = Plan(parent)
+    detectors.detect(parent, base, probe, enabled=enabled)
+    plan.watch.extend(probe.watch)
+    if not trusted:
+        if probe.sets or probe.prepend:
+            plan.warnings.append(INHERIT_MSG.format(parent=_q(parent)))
+        plan.notes.append(f"inherit_root: {parent} not trusted, its detected environment not inherited")
+        return
+    via = f" (inherited from {parent})"
+    plan.sets[:0] = [(n, v, src + via, once) for n, v, src, once in probe.sets]
+    plan.prepend.extend((e, src + via) for e, src in probe.prepend)
+    plan.notes.append(f"inherit_root: the detected environment of {parent} applies behind this root's")
+
+
+def _rc_allowed(rc, plan, environ):
+    """Whether the .contextrc *rc* (of the enclosing root, beyond where the chain stopped) is allowed."""
+    if not os.path.isfile(rc):
+        return False
+    from ctxd.activation.fileio import sha256_hex
+
+    plan.watch.append(rc)
+    plan.watch.extend(trust.rc_files(rc, environ))
+    try:
+        with open(rc, "rb") as f:
+            return trust.file_status(rc, sha256_hex(f.read()), environ) == trust.ALLOWED
+    except OSError:
+        return False
 
 
 class _Names:
