@@ -80,3 +80,21 @@ def test_the_parent_root_must_be_trusted(shell, sessions, tmp_path):
 
     cd(s, out)
     assert comparable(s.env_dump()) == comparable(before)
+
+
+def test_a_parent_change_while_away_is_seen_on_coming_back(shell, sessions, tmp_path):
+    """The hook may replay a project's activation without ctxd on re-entry (activation/revisit.py):
+    the parent's files are among the watched ones, so an edit there while away is not replayed over."""
+    repo, app = monorepo(tmp_path)
+    out = plain_dir(tmp_path / "out")
+    s = sessions(shell)
+    s.run(f"ctxd allow {app}")
+    cd(s, app)
+    cd(s, out)
+    cd(s, app)  # cached now
+    cd(s, out)
+    open(os.path.join(repo, "Gemfile"), "w").close()
+    os.makedirs(os.path.join(repo, "bin"))
+    cd(s, app)
+    assert path_list(s.env_dump())[:3] == [os.path.join(app, ".venv", "bin"),
+                                           os.path.join(repo, "node_modules", ".bin"), os.path.join(repo, "bin")]
