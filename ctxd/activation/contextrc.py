@@ -230,8 +230,8 @@ def _validate(path, text, doc):
             fail(("context",), k, f"'context.{k}' must be a string")
         ctx[k] = v
 
-    return {"inherit": inherit, "inherit_root": inherit_root, "env": env, "env_files": files, "path": path_, "detect": detect, "hooks": hooks,
-            "branch": branches, "context": ctx, "unknown": unknown}
+    return {"inherit": inherit, "inherit_root": inherit_root, "env": env, "env_files": files, "path": path_,
+            "detect": detect, "hooks": hooks, "branch": branches, "context": ctx, "unknown": unknown}
 
 
 def _is_identifier(name):

@@ -246,7 +246,7 @@ def _inherit_root(plan, base, environ, enabled, layers, cfg):
         plan.notes.append(f"inherit_root: {parent} not trusted, its detected environment not inherited")
         return
     via = f" (inherited from {parent})"
-    plan.sets[:0] = [(n, v, src + via, once) for n, v, src, once in probe.sets]
+    plan.sets[:0] = [(n, v, src + via, if_unset) for n, v, src, if_unset in probe.sets]
     plan.prepend.extend((e, src + via) for e, src in probe.prepend)
     plan.notes.append(f"inherit_root: the detected environment of {parent} applies behind this root's")
 
