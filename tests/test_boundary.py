@@ -33,7 +33,7 @@ def domain_errors():
     from ctxd.activation.contextrc import RcError
     from ctxd.handoff.archive import ArchiveError
     from ctxd.integrations.hooks import HookError
-    from ctxd.integrations.importers import ImportFailed
+    from ctxd.memory.importing import ImportFailed
     from ctxd.memory.store import StoreCorrupt
 
     return [HookError("the payload has no cwd"), ImportFailed("x.jsonl: cannot tell which tool wrote it"),

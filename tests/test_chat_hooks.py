@@ -33,14 +33,15 @@ pytestmark = pytest.mark.skipif(CTXD is None, reason="the ctxd console script is
 
 def _have_importers():
     try:
-        from ctxd.integrations.importers import claude_prompt_dedup, import_transcript  # noqa: F401
+        from ctxd.agents.claude import claude_prompt_dedup  # noqa: F401
+        from ctxd.memory.importing import import_transcript  # noqa: F401
     except ImportError:
         return False
     return True
 
 
 needs_importers = pytest.mark.skipif(not _have_importers(),
-                                     reason="ctxd.integrations.importers (another developer's) is not there yet")
+                                     reason="ctxd.memory.importing (another developer's) is not there yet")
 
 
 @pytest.fixture(autouse=True)
@@ -190,7 +191,7 @@ def test_claude_same_prompt_twice_is_two_messages(project):
     for _ in range(2):
         ok_quiet(hook("claude", payload("claude", "user_prompt_submit.json", project)))
     assert [m["content"] for m in messages(project)] == ["Add a --json flag to the show command"] * 2
-    from ctxd.integrations.importers import claude_prompt_dedup
+    from ctxd.agents.claude import claude_prompt_dedup
 
     text = "Add a --json flag to the show command"
     assert [m["dedup"] for m in messages(project)] == [claude_prompt_dedup(CLAUDE_SID, text, k) for k in (1, 2)]

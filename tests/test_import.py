@@ -1,4 +1,4 @@
-"""Importers (ctxd.integrations.importers) against the contract samples, and `ctxd chat import`."""
+"""Importers (ctxd.agents, ctxd.memory.importing) against the contract samples, and `ctxd chat import`."""
 
 import json
 import os
@@ -10,8 +10,13 @@ import sys
 
 import pytest
 
-from ctxd.integrations import importers as im
-from ctxd.integrations.importers import claude_prompt_dedup, import_file, import_transcript
+from ctxd import agents
+from ctxd.agents import claude, codex, gemini
+from ctxd.agents.base import Forget, Malformed, ParseCursor, ReadFromStart
+from ctxd.agents.claude import claude_prompt_dedup
+from ctxd.agents.common import timestamp
+from ctxd.memory import importing as im
+from ctxd.memory.importing import import_file, import_transcript
 from ctxd.memory import items
 from ctxd.memory.redact import Redactor
 from ctxd.memory.store import Store
@@ -47,8 +52,8 @@ def typed(store, *kinds):
 def parsed(parser, path):
     """What a parser yields for *path*: the records, and the line numbers of the malformed lines."""
     with open(path, "rb") as f:
-        out = list(parser(f, im.Ctx(path)))
-    return [r for r in out if isinstance(r, dict)], [r.line_no for r in out if isinstance(r, im.Malformed)]
+        out = list(parser(f, ParseCursor(path)))
+    return [r for r in out if isinstance(r, dict)], [r.line_no for r in out if isinstance(r, Malformed)]
 
 
 def llm_db(tmp_path, schema):
@@ -533,7 +538,7 @@ def test_peak_memory_stays_small_on_a_big_file(tmp_path):
     # ru_maxrss across exec, so a child forked from a big pytest process inherits its peak.
     code = ("import sys\n"
             "from ctxd.memory.store import Store\n"
-            "from ctxd.integrations.importers import import_file\n"
+            "from ctxd.memory.importing import import_file\n"
             "s = Store(sys.argv[2])\n"
             "r = import_file(s, sys.argv[1])\n"
             "hwm = [l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM:')][0]\n"
@@ -700,7 +705,7 @@ def test_gemini_prompt_keeps_only_what_the_user_typed(store, tmp_path, parts):
     objs[1]["content"] = parts
     path = tmp_path / "session-2026-04-01T11-11-5cdd2021.jsonl"
     _write_jsonl(path, objs)
-    records, _bad = parsed(im.parse_gemini, str(path))
+    records, _bad = parsed(gemini.parse_gemini, str(path))
     first = records[0]
     assert (first["kind"], first["content"]) == ("prompt", "create 2 hello world files")
     assert first["data"] == {"injected": "<hook_context>\n# Conversation context: proj\n- budget 30,000\n"
@@ -727,12 +732,12 @@ def test_claude_text_the_cli_injected_is_meta(store, tmp_path, text, kind, subty
     objs[3]["message"]["content"] = text
     path = tmp_path / "short.jsonl"
     _write_jsonl(path, objs)
-    records, _bad = parsed(im.parse_claude, str(path))
+    records, _bad = parsed(claude.parse_claude, str(path))
     (r,) = [r for r in records if r["dedup"].startswith("claude:55604662-cf2a-4331-851a-ec234028f8ca:prompt:")
             and r["content"] == text]
     assert (r["kind"], r["subtype"], r["role"]) == (kind, subtype, items.ROLE_OF[kind])
     assert r["dedup"] == claude_prompt_dedup("55604662-cf2a-4331-851a-ec234028f8ca", text, 1)
-    assert r["ts"] == pytest.approx(im._ts(objs[3]["timestamp"]))
+    assert r["ts"] == pytest.approx(timestamp(objs[3]["timestamp"]))
 
 
 def test_claude_slash_command_from_the_hook_and_the_transcript_is_stored_once(store):
@@ -746,7 +751,7 @@ def test_claude_slash_command_from_the_hook_and_the_transcript_is_stored_once(st
     assert r.present == 1
     assert [m.content for m in store.iter_all()].count(typed) == 1
     assert not [m for m in store.iter_all() if "<command-name>" in m.content]
-    records, _bad = parsed(im.parse_claude, os.path.join(REAL, "claude", "subagent.jsonl"))
+    records, _bad = parsed(claude.parse_claude, os.path.join(REAL, "claude", "subagent.jsonl"))
     slash = records[0]
     assert (slash["kind"], slash["subtype"], slash["content"]) == ("meta", "slash_command", typed)
     assert slash["data"] == {"command": "/handgemacht:create-beads", "args": typed[len("/handgemacht:create-beads "):]}
@@ -780,14 +785,14 @@ def test_parsers_never_raise(tmp_path, lines, fmt, start):
     data = "\n".join(lines).encode("utf-8") + b"\n"
     path.write_bytes(data)
     offset = len(b"".join(line.encode("utf-8") + b"\n" for line in lines[:start])) if start <= len(lines) else 0
-    for ctx in (im.Ctx(str(path)), im.Ctx(str(path), start=offset, line_no=start + 1, complete_only=True)):
+    for ctx in (ParseCursor(str(path)), ParseCursor(str(path), start=offset, line_no=start + 1, complete_only=True)):
         with open(path, "rb") as f:
             try:
-                out = list(im.PARSERS[fmt](f, ctx))
-            except im._Rescan:  # an incremental import that must start over: import_transcript does
+                out = list(agents.named(fmt).parse(f, ctx))
+            except ReadFromStart:  # an incremental import that must start over: import_transcript does
                 continue
         for r in out:
-            assert isinstance(r, (dict, im.Malformed, im.Forget))
+            assert isinstance(r, (dict, Malformed, Forget))
             if isinstance(r, dict):
                 assert r["kind"] in items.KINDS and isinstance(r["content"], str) and isinstance(r["dedup"], str)
                 json.dumps(r["data"])
@@ -818,7 +823,7 @@ def test_an_exported_line_names_no_file_but_its_own_offloaded_output(store, tmp_
 def test_codex_outputs_and_their_exit_codes(output, expected):
     """What function_call_output.output holds, in the shapes Codex versions wrote: JSON with
     metadata.exit_code, unified exec's text header, structured content with success."""
-    assert im._codex_output(output) == expected
+    assert codex.tool_output(output) == expected
 
 
 def test_codex_failed_command_is_an_error_result(tmp_path):
@@ -827,7 +832,7 @@ def test_codex_failed_command_is_an_error_result(tmp_path):
     bad["payload"]["output"] = json.dumps({"output": "error: no such file\n", "metadata": {"exit_code": 2}})
     path = tmp_path / os.path.basename(CODEX)
     path.write_bytes(b"".join(lines[:9]) + json.dumps(bad).encode() + b"\n" + b"".join(lines[10:]))
-    records, _bad = parsed(im.parse_codex, str(path))
+    records, _bad = parsed(codex.parse_codex, str(path))
     (r,) = [r for r in records if r["call_id"] == "call_Xk3m" and r["kind"] == "tool_result"]
     assert (r["content"], r["tool"], r["data"]) == ("error: no such file\n", "shell",
                                                     {"is_error": True, "exit_code": 2, "size": 20})

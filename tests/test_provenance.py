@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from ctxd.handoff import archive as arch
-from ctxd.integrations import importers as im
+from ctxd.memory import importing as im
 from ctxd.memory import items
 from ctxd.memory.store import SCHEMA_VERSION, Store
 

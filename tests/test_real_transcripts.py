@@ -18,7 +18,10 @@ import sqlite3
 import pytest
 
 from ctxd import isotime
-from ctxd.integrations import importers as im
+from ctxd import agents
+from ctxd.agents import codex, llm
+from ctxd.agents.base import Malformed, ParseCursor
+from ctxd.memory import importing as im
 from ctxd.memory import items
 from ctxd.memory.store import Store
 
@@ -74,11 +77,11 @@ def parse(rel):
     path = os.path.join(REAL, rel)
     fmt = im.detect_format(path)
     if fmt == "llm":
-        out = list(im.parse_llm(path, im.Ctx(path, size=os.path.getsize(path))))
+        out = list(llm.parse_llm(path, ParseCursor(path, size=os.path.getsize(path))))
     else:
         with open(path, "rb") as f:
-            out = list(im.PARSERS[fmt](f, im.Ctx(path)))
-    return fmt, [r for r in out if isinstance(r, dict)], [r.line_no for r in out if isinstance(r, im.Malformed)]
+            out = list(agents.named(fmt).parse(f, ParseCursor(path)))
+    return fmt, [r for r in out if isinstance(r, dict)], [r.line_no for r in out if isinstance(r, Malformed)]
 
 
 def raw_json_lines(rel):
@@ -234,7 +237,7 @@ def test_codex_prompts_calls_and_links(rel, tmp_path):
     copy = tmp_path / os.path.basename(rel)
     copy.write_text(text, encoding="utf-8")
     with open(copy, "rb") as f:
-        records = [r for r in im.parse_codex(f, im.Ctx(str(copy))) if isinstance(r, dict)]
+        records = [r for r in codex.parse_codex(f, ParseCursor(str(copy))) if isinstance(r, dict)]
     lines = raw_json_lines(rel)
     pay = [(d.get("type"), d.get("payload") or {}) for d in lines]
     events = [p["message"] for t, p in pay if t == "event_msg" and p.get("type") == "user_message"]

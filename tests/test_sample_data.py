@@ -134,7 +134,7 @@ def test_the_generator_reproduces_the_files(tmp_path):
 def test_conversation_imports_as_typed_items(name, tmp_path):
     """What the benchmark does first: `ctxd chat import` of the file, every line one item of the
     kind its role means (user -> prompt, assistant -> reply, tool -> tool_result)."""
-    from ctxd.integrations.importers import import_file
+    from ctxd.memory.importing import import_file
     from ctxd.memory.store import Store
 
     turns, _ = load(name)

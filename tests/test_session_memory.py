@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from ctxd.integrations import importers as im
+from ctxd.memory import importing as im
 from ctxd.memory import engine, facts, items, render, session, tokens
 from ctxd.memory.store import Store
 

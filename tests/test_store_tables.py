@@ -164,14 +164,14 @@ def test_refresh_skips_a_batch_another_process_did(store, tmp_path):
 
 
 def test_real_transcript_facts_do_not_depend_on_the_batch_size(tmp_path):
-    from ctxd.integrations import importers
+    from ctxd.memory import importing
 
     path = os.path.join(REAL, "claude", "tool_heavy.jsonl")
     results = []
     for batch in (3, 2000):
         s = Store(str(tmp_path / f"ctx{batch}"))
         try:
-            importers.import_file(s, path)
+            importing.import_file(s, path)
             assert s.count() > 3
             assert engine.backlog(s) == s.count()
             assert engine.refresh_facts(s, batch=batch) == s.count()

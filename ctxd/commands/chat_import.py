@@ -11,9 +11,9 @@ import click
 
 from ctxd.tab_complete import FILE
 from ctxd.errors import ExitCode
-from ctxd.integrations.importers import ImportFailed, detect_format, import_file
+from ctxd.memory.importing import FORMATS, ImportFailed, detect_format, import_file
 
-FORMAT_CHOICES = ("auto", "jsonl", "claude", "codex", "gemini", "aider", "llm")
+FORMAT_CHOICES = ("auto",) + FORMATS
 IN_FOLDERS = (".jsonl", ".json", ".aider.chat.history.md", "logs.db")  # what a folder's import takes
 
 

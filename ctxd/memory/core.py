@@ -262,7 +262,7 @@ class ProjectMemory:
 
     def import_file(self, path, fmt="auto", *, session=None, progress=None):
         """Import a whole file (idempotent); the ImportResult."""
-        from ctxd.integrations.importers import import_file
+        from ctxd.memory.importing import import_file
 
         result = import_file(self.store(), path, fmt, session=session, progress=progress)
         if result.added or getattr(result, "forgotten", 0):
@@ -271,7 +271,7 @@ class ProjectMemory:
 
     def import_transcript(self, path, fmt="auto", *, session=None):
         """Import what a live transcript gained since the last call: (added, malformed)."""
-        from ctxd.integrations.importers import import_transcript
+        from ctxd.memory.importing import import_transcript
 
         return import_transcript(self.store(), path, fmt, session=session)
 

@@ -1,5 +1,5 @@
 """Reading llm's own logs.db (Simon Willison's llm), read-only: the store layer's reader of a
-foreign database, so that the importer (ctxd.integrations.importers.parse_llm) runs no SQL.
+foreign database, so that the importer (ctxd.agents.llm) runs no SQL.
 
 Both schemas: up to 0.31 ``responses`` (+ ``tool_calls`` / ``tool_results``); from 0.32 also
 ``threads``, ``turns``, ``messages`` (hash, parent_hash, role) and ``parts``.
