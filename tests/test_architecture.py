@@ -3,7 +3,10 @@
 - no import cycle among ctxd modules, lazy (function-level) imports included;
 - no module uses a private name (``_x``) of another module;
 - no command module imports another command module (``ctxd.cli`` registers them);
-- no SQL outside the store modules (``ctxd/memory/store*.py``).
+- no SQL outside the store modules (``ctxd/memory/store*.py``);
+- ``ctxd/memory/`` imports no adapter (``ctxd/integrations/``, ``ctxd/commands/``, ``ctxd.cli``);
+- ``ctxd/agents/`` (one module per AI tool) imports of ctxd only its own package and what the
+  parser interface needs (``AGENTS_MAY_IMPORT``).
 
 Each failure lists every violation with its file and line.
 """
@@ -312,6 +315,63 @@ def test_no_sql_outside_the_store_modules():
                        + "\n  ".join(found))
 
 
+ADAPTERS = ("ctxd.integrations", "ctxd.commands", "ctxd.cli")
+
+
+def _within(target, packages):
+    return any(target == p or target.startswith(p + ".") for p in packages)
+
+
+def memory_adapter_imports():
+    """Imports (module level or in a function) of an adapter by a memory module."""
+    found = []
+    for name in SOURCES:
+        if not _within(name, ("ctxd.memory",)):
+            continue
+        for target, node, _alias in imports(name):
+            if _within(target, ADAPTERS):
+                found.append(f"{where(name, node)}: {name} imports {target}")
+    return found
+
+
+def test_memory_imports_no_adapter():
+    found = memory_adapter_imports()
+    assert not found, ("the memory core importing adapters (integrations, commands, cli), lazy imports "
+                       "included: move the code the core needs below it (ctxd/agents/, ctxd/memory/):\n  "
+                       + "\n  ".join(found))
+
+
+# What a tool module may import of ctxd besides ctxd.agents itself: what its parser needs.
+AGENTS_MAY_IMPORT = {
+    "ctxd.errors": "ImportFailed, a CtxdError",
+    "ctxd.isotime": "record times",
+    "ctxd.activation.fileio": "sha256 for dedup keys",
+    "ctxd.memory.items": "the typed model a parser yields",
+    "ctxd.memory.store_llm": "llm's logs.db reader (SQL stays in the store modules)",
+}
+
+
+def agent_imports():
+    """Imports of ctxd by ctxd/agents/ modules outside their package and AGENTS_MAY_IMPORT
+    (the packages a permitted module sits in are implied)."""
+    implied = {a for m in AGENTS_MAY_IMPORT for a in _with_ancestors(m)[:-1]}
+    found = []
+    for name in SOURCES:
+        if not _within(name, ("ctxd.agents",)):
+            continue
+        for target, node, _alias in imports(name):
+            if _within(target, ("ctxd.agents",)) or target in AGENTS_MAY_IMPORT or target in implied:
+                continue
+            found.append(f"{where(name, node)}: {name} imports {target}")
+    return found
+
+
+def test_agents_import_only_what_the_parser_interface_needs():
+    found = agent_imports()
+    assert not found, ("a tool module importing ctxd beyond the parser interface (AGENTS_MAY_IMPORT: "
+                       f"{', '.join(sorted(AGENTS_MAY_IMPORT))}):\n  " + "\n  ".join(found))
+
+
 # -- the checks themselves, on source they must reject ------------------------------------------
 
 @pytest.fixture
@@ -341,6 +401,18 @@ def test_the_checks_catch_what_they_forbid(fake_module):
     assert any("ctxd.memory.engine._secret" in p for p in private)
     sql = [s for s in sql_uses() if "zz_fake" in s]
     assert any(".execute(" in s for s in sql) and any("sqlite3.connect" in s for s in sql)
+
+
+def test_the_layer_checks_catch_lazy_imports(fake_module):
+    fake_module("ctxd.memory.zz_fake", "def f():\n    from ctxd.integrations import hooks\n"
+                                       "def g():\n    import ctxd.commands.chat\n")
+    fake_module("ctxd.agents.zz_fake", "from ctxd.memory import items\n"
+                                       "def f():\n    from ctxd.memory.store import Store\n"
+                                       "def g():\n    from ctxd.agents.base import Malformed\n")
+    memory = [f for f in memory_adapter_imports() if "zz_fake" in f]
+    assert len(memory) == 2 and any("ctxd.integrations.hooks" in f for f in memory)
+    assert [f.split(": ", 1)[1] for f in agent_imports() if "zz_fake" in f] == [
+        "ctxd.agents.zz_fake imports ctxd.memory.store"]
 
 
 def test_a_lazy_cycle_is_reported_with_its_path(fake_module):
