@@ -12,7 +12,7 @@ This module is imported by the AI CLI hooks: standard library only at the top.
 import json
 import os
 
-from ctxd.agents import AGENTS, NAMES, named
+from ctxd.agents import NAMES, all_agents, named
 from ctxd.agents.base import Forget, ImportFailed, Malformed, ParseCursor, ReadFromStart
 from ctxd.agents.common import SNIFF_LINE_BYTES, sha
 from ctxd.errors import ExitCode
@@ -27,10 +27,10 @@ SNIFF_LINES = 50  # lines read to tell a format
 
 # -- telling the format -------------------------------------------------------------
 
-def _line_format(obj, n):
+def _line_format(agents, obj, n):
     """The format JSON line *n* (a dict) is surest of, or None (equally sure: the registry's first)."""
     best, surest = None, None
-    for agent in AGENTS:
+    for agent in agents:
         evidence = agent.sniff_line(obj, n)
         if evidence is not None and (surest is None or evidence > surest):
             best, surest = agent.name, evidence
@@ -38,11 +38,12 @@ def _line_format(obj, n):
 
 
 def _sniff(f, path, ext):
+    agents = all_agents()
     head = f.read(16)
-    for agent in AGENTS:
+    for agent in agents:
         if agent.magic and head.startswith(agent.magic):
             return agent.name
-    for agent in AGENTS:
+    for agent in agents:
         if ext in agent.extensions:
             if agent.magic:
                 raise ImportFailed(f"{path}: not a {agent.magic_name}", ExitCode.USAGE)
@@ -54,7 +55,7 @@ def _sniff(f, path, ext):
             break
         if n == 1 and line.startswith(b"\xef\xbb\xbf"):
             line = line[3:]
-        for agent in AGENTS:
+        for agent in agents:
             if agent.sniff_text(line):
                 return agent.name
         if not line.strip():
@@ -64,10 +65,10 @@ def _sniff(f, path, ext):
         except ValueError:
             continue
         if isinstance(obj, dict):
-            fmt = _line_format(obj, n)
+            fmt = _line_format(agents, obj, n)
             if fmt:
                 return fmt
-    for agent in AGENTS:
+    for agent in agents:
         if agent.one_document(f):
             return agent.name
     return None
