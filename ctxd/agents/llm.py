@@ -96,81 +96,96 @@ def parse_llm(path, cursor):
             total += db.count("threads")
         if "responses" in tables:
             total += db.count("responses")
-        done = 0
-        size = cursor.size or 0
-
-        def tick():
-            nonlocal done
-            done += 1
-            cursor.pos = size * done // total if total else size
-
+        progress = _RowProgress(cursor, total)
         turn_ids = set()
         if new:
             tcols = db.columns("turns") if "turns" in tables else set()
-            when_col = next((c for c in ("datetime_utc", "started_at", "created_at", "timestamp") if c in tcols), None)
             if "id" in tcols:
                 turn_ids = db.turn_ids()
-            pcols = db.columns("parts")
-            order = "position" if "position" in pcols else "rowid"
-            cols = [c if c in pcols else None for c in ("type", "text", "payload", "tool_name")]
-            hcols = db.columns("threads")
-            emitted = set()  # forks share their first messages: each is imported with the first thread
-            for tid, tip, started in db.threads("datetime_utc" if "datetime_utc" in hcols else None):
-                tick()
-                session = str(tid)
-                when = {}
-                if when_col and {"thread_id", "tip_message_hash"} <= tcols:
-                    pm = "parent_message_hash" if "parent_message_hash" in tcols else None
-                    for parent, tipm, w in db.turn_times(tid, pm, when_col):
-                        for h in (parent, tipm):
-                            if h and h not in when:
-                                when[h] = timestamp(w)
-                chain, seen, h = [], set(), tip
-                while h and h not in seen:
-                    seen.add(h)
-                    row = db.message(h)
-                    if row is None:
-                        break
-                    chain.append((h, row[1]))
-                    h = row[0]
-                chain.reverse()
-                # messages before the first turn's time (a system prompt) happened when the thread began
-                ts = next((when[h] for h, _r in chain if when.get(h) is not None), None) or timestamp(started)
-                for h, role in chain:
-                    ts = when.get(h) or ts
-                    if h in emitted:
-                        continue
-                    emitted.add(h)
-                    role = role if role in ("user", "assistant", "system", "tool") else "user"
-                    parts = [(r[0], r[1:]) for r in db.parts(h, order, cols)]
-                    yield from _message_records(h, role, parts, session, ts)
+            yield from _thread_records(db, tcols, progress)
         if "responses" in tables:
-            calls = db.legacy_tools("tool_calls", "arguments")
-            results = db.legacy_tools("tool_results", "output")
-            for rid, prompt, response, conv, when, system in db.responses(
-                    ("id", "prompt", "response", "conversation_id", "datetime_utc", "system")):
-                tick()
-                if rid in turn_ids:
-                    continue
-                session = str(conv) if conv else "llm"
-                ts = timestamp(when)
-                if isinstance(system, str) and system.strip():
-                    yield record("meta", system, session, "llm", f"llm:{rid}:system", ts, subtype="system")
-                for tcid, name, output, cid in results.get(rid, ()):  # sent with this prompt
-                    if isinstance(output, str) and output.strip():
-                        yield result_record(output, session, "llm", f"llm:{rid}:tool_result:{tcid}", ts, tool=name,
-                                            call_id=cid)
-                if isinstance(prompt, str) and prompt.strip():
-                    yield user_record(prompt, session, "llm", f"llm:{rid}:user", ts)
-                if isinstance(response, str) and response.strip():
-                    yield record("reply", response, session, "llm", f"llm:{rid}:assistant", ts)
-                for tcid, name, args, cid in calls.get(rid, ()):  # what the model asked to run
-                    yield call_record(name, args if args is not None else {}, session, "llm",
-                                      f"llm:{rid}:tool_call:{tcid}", ts, call_id=cid)
+            yield from _response_records(db, turn_ids, progress)
     except DatabaseError as e:
         raise ImportFailed(f"{path}: cannot read it as an llm logs.db ({e})") from None
     finally:
         db.close()
+
+
+class _RowProgress:
+    """Moves the cursor through the file's size as rows are read (a database has no line offsets)."""
+
+    def __init__(self, cursor, total):
+        self.cursor, self.total, self.done = cursor, total, 0
+        self.size = cursor.size or 0
+
+    def tick(self):
+        self.done += 1
+        self.cursor.pos = self.size * self.done // self.total if self.total else self.size
+
+
+def _thread_records(db, tcols, progress):
+    """The records of the message store (llm >= 0.32): each thread's chain of messages, oldest first."""
+    when_col = next((c for c in ("datetime_utc", "started_at", "created_at", "timestamp") if c in tcols), None)
+    pcols = db.columns("parts")
+    order = "position" if "position" in pcols else "rowid"
+    cols = [c if c in pcols else None for c in ("type", "text", "payload", "tool_name")]
+    hcols = db.columns("threads")
+    emitted = set()  # forks share their first messages: each is imported with the first thread
+    for tid, tip, started in db.threads("datetime_utc" if "datetime_utc" in hcols else None):
+        progress.tick()
+        session = str(tid)
+        when = {}
+        if when_col and {"thread_id", "tip_message_hash"} <= tcols:
+            pm = "parent_message_hash" if "parent_message_hash" in tcols else None
+            for parent, tipm, w in db.turn_times(tid, pm, when_col):
+                for h in (parent, tipm):
+                    if h and h not in when:
+                        when[h] = timestamp(w)
+        chain, seen, h = [], set(), tip
+        while h and h not in seen:
+            seen.add(h)
+            row = db.message(h)
+            if row is None:
+                break
+            chain.append((h, row[1]))
+            h = row[0]
+        chain.reverse()
+        # messages before the first turn's time (a system prompt) happened when the thread began
+        ts = next((when[h] for h, _r in chain if when.get(h) is not None), None) or timestamp(started)
+        for h, role in chain:
+            ts = when.get(h) or ts
+            if h in emitted:
+                continue
+            emitted.add(h)
+            role = role if role in ("user", "assistant", "system", "tool") else "user"
+            parts = [(r[0], r[1:]) for r in db.parts(h, order, cols)]
+            yield from _message_records(h, role, parts, session, ts)
+
+
+def _response_records(db, turn_ids, progress):
+    """The records of the legacy ``responses`` table, but for rows also logged as turns (*turn_ids*)."""
+    calls = db.legacy_tools("tool_calls", "arguments")
+    results = db.legacy_tools("tool_results", "output")
+    for rid, prompt, response, conv, when, system in db.responses(
+            ("id", "prompt", "response", "conversation_id", "datetime_utc", "system")):
+        progress.tick()
+        if rid in turn_ids:
+            continue
+        session = str(conv) if conv else "llm"
+        ts = timestamp(when)
+        if isinstance(system, str) and system.strip():
+            yield record("meta", system, session, "llm", f"llm:{rid}:system", ts, subtype="system")
+        for tcid, name, output, cid in results.get(rid, ()):  # sent with this prompt
+            if isinstance(output, str) and output.strip():
+                yield result_record(output, session, "llm", f"llm:{rid}:tool_result:{tcid}", ts, tool=name,
+                                    call_id=cid)
+        if isinstance(prompt, str) and prompt.strip():
+            yield user_record(prompt, session, "llm", f"llm:{rid}:user", ts)
+        if isinstance(response, str) and response.strip():
+            yield record("reply", response, session, "llm", f"llm:{rid}:assistant", ts)
+        for tcid, name, args, cid in calls.get(rid, ()):  # what the model asked to run
+            yield call_record(name, args if args is not None else {}, session, "llm",
+                              f"llm:{rid}:tool_call:{tcid}", ts, call_id=cid)
 
 
 class Llm(TranscriptFormat):
