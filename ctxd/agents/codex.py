@@ -11,7 +11,7 @@ from ctxd.agents.common import (as_subagent, call_record, dumps, first_json, jso
 from ctxd.memory import items
 
 _RESPONSE_ITEMS = ("message", "function_call", "function_call_output", "custom_tool_call",
-                "custom_tool_call_output", "local_shell_call", "reasoning", "web_search_call")
+                   "custom_tool_call_output", "local_shell_call", "reasoning", "web_search_call")
 _EXIT_CODE = re.compile(r"(?:Process exited with code|Exit code:?) (-?\d+)")
 _TURN_END = ("task_complete", "turn_aborted")
 _CALL_ID = re.compile(rb'"call_id"\s*:\s*"([^"\\]+)"')
