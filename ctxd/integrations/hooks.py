@@ -200,7 +200,7 @@ def _prompt_key(tool, payload, session, text):
     contents) counts the same prompt however it was stored, redacted or offloaded, by a hook
     or by an import; it happens when the prompt is stored, a spooled one included."""
     if tool == "claude":
-        from ctxd.integrations.importers import claude_prompt_dedup
+        from ctxd.agents.claude import claude_prompt_dedup
 
         return {"dedup_nth": claude_prompt_dedup(session, text, "")}
     if tool == "codex":
