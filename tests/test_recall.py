@@ -276,6 +276,27 @@ def test_a_chinese_question_over_english_turns(hobbies):
     assert max(r.items, key=lambda h: h.score).message.id == 1, r.text
 
 
+def test_a_gate_embeds_the_question_only_when_the_lexical_ranking_passes(hobbies, monkeypatch):
+    """Per-prompt recall asks the lexical ranking first: a prompt the history cannot answer is
+    never embedded (the model is the hook's slowest step); one it can is ranked with meaning."""
+    _needs_model()
+    from ctxd.memory import embed
+
+    embed.backfill(hobbies)
+    asked = []
+    search = embed.search
+    monkeypatch.setattr(embed, "search", lambda store, q, pool=100: asked.append(q) or search(store, q, pool))
+
+    def gate(lexical):
+        return bool(recall.answerable(lexical, 0.6))
+
+    assert recall.answerable(recall.rank(hobbies, "what is the capital of Peru?", semantic=gate), 0.6) == []
+    assert asked == []
+    hits = recall.rank(hobbies, "did the kids like camping at the lake?", semantic=gate)
+    assert asked == ["did the kids like camping at the lake?"] and hits[0].message.id == 3
+    assert any(h.why == "meaning" for h in hits)  # turns only meaning found joined the ranking
+
+
 def test_embedding_resumes_and_follows_deletions_and_edits(hobbies):
     _needs_model()
     from ctxd.memory import embed

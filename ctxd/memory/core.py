@@ -357,8 +357,14 @@ class ProjectMemory:
             store = self.store(create=False)
             with store.deadline(time_limit):
                 held = store.injected_ids(session) | store.session_ids(session)
-                hits = recall.answerable([h for h in recall.rank(store, prompt, exclude=held)
-                                          if h.message.content.strip() != prompt.strip()], threshold)
+                def own(hits):  # the prompt itself, stored before it reached this hook
+                    return [h for h in hits if h.message.content.strip() != prompt.strip()]
+
+                def answerable(lexical):  # embed the prompt only when the history can answer it
+                    return bool(recall.answerable(own(lexical), threshold))
+
+                hits = recall.answerable(own(recall.rank(store, prompt, exclude=held, semantic=answerable)),
+                                         threshold)
             items, text, _used = recall.pack(hits, budget)
             if items:
                 store.mark_injected(session, [h.message.id for h in items])

@@ -234,10 +234,14 @@ def rank(store, query, *, exclude=(), now=None, pool=POOL, expand=True, semantic
     (with *expand*, for recall; search lists matches only) words the best hits share
     (pseudo-relevance feedback, when the question's words found few hits), fused with the
     messages nearest in meaning (*semantic*, when vectors exist: see ``fuse``), each
-    question's answer and each answer's question, and the turns around the best hits."""
+    question's answer and each answer's question, and the turns around the best hits.
+
+    *semantic* may be a predicate of the lexical ranking: the question is embedded only when
+    it says yes (per-prompt recall asks first whether the history can answer at all, and a
+    prompt it cannot answer costs no embedding)."""
     scores = candidates(store, query, pool)
-    near = meaning(store, query) if semantic else []
-    if not scores and not near:
+    near = meaning(store, query) if semantic is True else []
+    if not scores and not near and semantic is True:
         return []
     newest = now or store.newest_ts() or time.time()
     msgs = {m.id: m for m in store.messages(scores)}
@@ -255,6 +259,11 @@ def rank(store, query, *, exclude=(), now=None, pool=POOL, expand=True, semantic
             else:
                 h.score *= FEEDBACK_WEIGHT
                 hits[mid] = h
+    if callable(semantic):
+        lexical = _expanded(store, hits, excluded)
+        if not semantic(lexical):
+            return lexical
+        near = meaning(store, query)
     if near:
         msgs.update((m.id, m) for m in store.messages({i for i, _c in near} - set(msgs)))
     if near and (not expand or not FUSE_AFTER):
@@ -271,6 +280,13 @@ def rank(store, query, *, exclude=(), now=None, pool=POOL, expand=True, semantic
     else:
         hits = _expand(store, hits, best)
     return sorted((h for h in hits.values() if h.message.id not in excluded), key=lambda h: (-h.score, h.message.id))
+
+
+def _expanded(store, hits, excluded):
+    """The lexical ranking as ``rank`` returns it without vectors (a gate's input)."""
+    best = sorted(hits.values(), key=lambda h: (-h.score, h.message.id))
+    return sorted((h for h in _expand(store, hits, best).values() if h.message.id not in excluded),
+                  key=lambda h: (-h.score, h.message.id))
 
 
 def _expand(store, hits, best, top=None):
