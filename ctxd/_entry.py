@@ -17,7 +17,7 @@ def main():
     if len(sys.argv) > 1 and sys.argv[1] == "export":
         export_main(sys.argv[2:])
     if sys.argv[1:3] == ["chat", "hook"] and len(sys.argv) > 3 and sys.argv[3] not in ("-h", "--help"):
-        from ctxd.integrations.hooks import main as hook_main  # AI CLI hooks: no click either
+        from ctxd.integrations.agent_hooks import main as hook_main  # AI CLI hooks: no click either
 
         sys.exit(hook_main(sys.argv[3:]))
     from ctxd.termtext import guard_terminal

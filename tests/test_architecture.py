@@ -404,13 +404,13 @@ def test_the_checks_catch_what_they_forbid(fake_module):
 
 
 def test_the_layer_checks_catch_lazy_imports(fake_module):
-    fake_module("ctxd.memory.zz_fake", "def f():\n    from ctxd.integrations import hooks\n"
+    fake_module("ctxd.memory.zz_fake", "def f():\n    from ctxd.integrations import agent_hooks\n"
                                        "def g():\n    import ctxd.commands.chat\n")
     fake_module("ctxd.agents.zz_fake", "from ctxd.memory import items\n"
                                        "def f():\n    from ctxd.memory.store import Store\n"
                                        "def g():\n    from ctxd.agents.base import Malformed\n")
     memory = [f for f in memory_adapter_imports() if "zz_fake" in f]
-    assert len(memory) == 2 and any("ctxd.integrations.hooks" in f for f in memory)
+    assert len(memory) == 2 and any("ctxd.integrations.agent_hooks" in f for f in memory)
     assert [f.split(": ", 1)[1] for f in agent_imports() if "zz_fake" in f] == [
         "ctxd.agents.zz_fake imports ctxd.memory.store"]
 

@@ -22,11 +22,11 @@ def hook(tool, args):
     nothing is injected (for gemini: `{}`, as it reads stdout as JSON only).
     """
     if tool is None:
-        from ctxd.integrations.hooks import USAGE
+        from ctxd.integrations.agent_hooks import USAGE
 
         click.echo(f"ctxd: chat hook: {USAGE}", err=True)
         sys.exit(2)
-    from ctxd.integrations.hooks import main
+    from ctxd.integrations.agent_hooks import main
 
     sys.exit(main([tool, *args]))
 

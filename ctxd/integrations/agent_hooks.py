@@ -1,4 +1,4 @@
-"""AI CLI hook adapters: ``ctxd chat hook claude|gemini|codex|codex-notify``.
+"""The AI CLI hook driver: ``ctxd chat hook claude|gemini|codex|codex-notify``.
 
 Claude Code, Gemini CLI and Codex run these as hook commands: a JSON payload
 on stdin (Codex's ``notify`` program gets it as its one argument instead).
