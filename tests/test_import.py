@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from ctxd import agents
-from ctxd.agents import claude, codex, gemini
+from ctxd.agents import claude, codex_rollout, gemini
 from ctxd.agents.base import Forget, Malformed, ParseCursor, ReadFromStart
 from ctxd.agents.claude import claude_prompt_dedup
 from ctxd.agents.common import timestamp
@@ -823,7 +823,7 @@ def test_an_exported_line_names_no_file_but_its_own_offloaded_output(store, tmp_
 def test_codex_outputs_and_their_exit_codes(output, expected):
     """What function_call_output.output holds, in the shapes Codex versions wrote: JSON with
     metadata.exit_code, unified exec's text header, structured content with success."""
-    assert codex.tool_output(output) == expected
+    assert codex_rollout.tool_output(output) == expected
 
 
 def test_codex_failed_command_is_an_error_result(tmp_path):
@@ -832,7 +832,7 @@ def test_codex_failed_command_is_an_error_result(tmp_path):
     bad["payload"]["output"] = json.dumps({"output": "error: no such file\n", "metadata": {"exit_code": 2}})
     path = tmp_path / os.path.basename(CODEX)
     path.write_bytes(b"".join(lines[:9]) + json.dumps(bad).encode() + b"\n" + b"".join(lines[10:]))
-    records, _bad = parsed(codex.parse_codex, str(path))
+    records, _bad = parsed(codex_rollout.parse_codex, str(path))
     (r,) = [r for r in records if r["call_id"] == "call_Xk3m" and r["kind"] == "tool_result"]
     assert (r["content"], r["tool"], r["data"]) == ("error: no such file\n", "shell",
                                                     {"is_error": True, "exit_code": 2, "size": 20})

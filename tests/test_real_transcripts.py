@@ -19,7 +19,7 @@ import pytest
 
 from ctxd import isotime
 from ctxd import agents
-from ctxd.agents import codex, llm
+from ctxd.agents import codex_rollout, llm
 from ctxd.agents.base import Malformed, ParseCursor
 from ctxd.memory import importing as im
 from ctxd.memory import items
@@ -237,7 +237,7 @@ def test_codex_prompts_calls_and_links(rel, tmp_path):
     copy = tmp_path / os.path.basename(rel)
     copy.write_text(text, encoding="utf-8")
     with open(copy, "rb") as f:
-        records = [r for r in codex.parse_codex(f, ParseCursor(str(copy))) if isinstance(r, dict)]
+        records = [r for r in codex_rollout.parse_codex(f, ParseCursor(str(copy))) if isinstance(r, dict)]
     lines = raw_json_lines(rel)
     pay = [(d.get("type"), d.get("payload") or {}) for d in lines]
     events = [p["message"] for t, p in pay if t == "event_msg" and p.get("type") == "user_message"]
