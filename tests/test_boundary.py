@@ -32,7 +32,7 @@ def log_text():
 def domain_errors():
     from ctxd.activation.contextrc import RcError
     from ctxd.handoff.archive import ArchiveError
-    from ctxd.integrations.agent_hooks import HookError
+    from ctxd.agents.base import HookError
     from ctxd.memory.importing import ImportFailed
     from ctxd.memory.store import StoreCorrupt
 
@@ -85,7 +85,7 @@ def test_an_unwritable_log_still_gives_one_message(monkeypatch, tmp_path):
 
 
 def test_hooks_log_every_failure_and_say_one_line(capsys):
-    from ctxd.integrations.agent_hooks import HookError
+    from ctxd.agents.base import HookError
 
     try:
         raise HookError("the payload has no cwd")

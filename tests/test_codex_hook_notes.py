@@ -1,6 +1,8 @@
 """What ctxd tells a user about Codex running its hooks (Codex 0.171: feature `hooks`, folder and hook trust)."""
 
-from ctxd.integrations.install import codex_hook_notes
+from ctxd.agents import ai_cli
+
+codex_hook_notes = ai_cli("codex").install_notes
 
 
 def notes(tmp_path, config, scope="project"):

@@ -127,6 +127,7 @@ def test_the_turn_end_makes_context_md_current_in_the_background(case, project, 
 
 def test_a_turn_end_hook_does_not_render_but_starts_the_refresh(project, tmp_path, monkeypatch):
     """In process, so the hook's own work is seen apart from the refresh it starts."""
+    from ctxd.agents import ai_cli
     from ctxd.integrations import agent_hooks
     from ctxd.memory import summarizer
 
@@ -134,7 +135,7 @@ def test_a_turn_end_hook_does_not_render_but_starts_the_refresh(project, tmp_pat
     started = []
     monkeypatch.setattr(summarizer, "spawn_refresh", lambda project, store=None, now=False: started.append(now))
     before = Path(p.context_file).read_bytes()
-    agent_hooks.handle("claude", json.loads(payload("claude", "stop.json", project, transcript(project, tmp_path))))
+    agent_hooks.handle(ai_cli("claude"), json.loads(payload("claude", "stop.json", project, transcript(project, tmp_path))))
     assert Path(p.context_file).read_bytes() == before
     assert os.path.exists(p.context_stale) and started == [True]
 

@@ -6,10 +6,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ctxd.agents import ai_cli
 from ctxd.integrations import install as inst
 from ctxd.integrations import jsonedit
 
-GROUPS = {e: inst._group(e, m, "/home/ada/.local/bin/ctxd chat hook claude", 30, {}) for e, m in inst.CLAUDE["events"]}
+GROUPS = {e: inst._group(e, m, "/home/ada/.local/bin/ctxd chat hook claude", 30, {})
+          for e, m in ai_cli("claude").hook_events}
 
 keys = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=8)
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6), st.floats(allow_nan=False, allow_infinity=False),

@@ -1,10 +1,13 @@
-"""The interface every AI tool or transcript format implements, and what its parser yields.
+"""The interfaces every AI tool or transcript format implements, and what its parser yields.
 
 A ``TranscriptFormat`` knows one tool's transcript files: how to tell one (``sniff_*``) and
 how to read one into typed items (``parse``), as ``ctxd.shells.base.Shell`` knows one shell's
 text. ``ctxd.memory.importing`` (the import driver) calls them through the registry in
-``ctxd.agents``. A tool's other knowledge (settings spec and hook events, hook payload -> typed
-items, trust problems, context-file name) is to move here in later steps of issue 24.
+``ctxd.agents``. An ``AgentTool`` is a TranscriptFormat whose tool is an AI CLI that runs
+ctxd's hooks (Claude Code, Codex, Gemini CLI), and knows the rest of it: its settings and
+hook events (``ctxd.integrations.install``), what its hook payloads become
+(``ctxd.integrations.agent_hooks``, the hook driver), what keeps it from running the hooks
+(``ctxd doctor``) and the pointer in its context file (``ctxd.integrations.contextfiles``).
 
 A parser yields, line by line:
 
@@ -101,3 +104,113 @@ class TranscriptFormat:
         """Records, Malformed and Forget items from *source* (a binary file, or the path when
         ``wants_path``), starting at ``cursor.start`` and advancing ``cursor.pos``."""
         raise NotImplementedError
+
+
+class HookError(CtxdError):
+    """A hook payload ctxd cannot use: logged, never shown to the AI CLI."""
+
+
+def payload_text(payload, key):
+    """A text field of a hook payload; "" when absent or not text."""
+    v = payload.get(key)
+    return v if isinstance(v, str) else ""
+
+
+def payload_id(payload, key):
+    """An id field of a hook payload as text (ids may come as numbers); "" when absent."""
+    v = payload.get(key)
+    if isinstance(v, bool):
+        return ""
+    return str(v) if isinstance(v, (str, int)) else ""
+
+
+def read_line(intro, context_md):
+    """The context-file line that asks the model to read *context_md* (no import syntax)."""
+    return f"{intro}: read `{context_md}` when you start, and again when the user refers to earlier work."
+
+
+class AgentTool(TranscriptFormat):
+    """An AI CLI that runs ctxd's hooks: its transcripts (the TranscriptFormat part) and the rest
+    of what ctxd knows of it. Subclasses set the attributes; the methods' defaults fit a tool
+    with nothing special.
+
+    Hook handlers (the methods ``hook_handlers`` names) take ``(driver, payload)``: *driver* is
+    the hook driver module, ``ctxd.integrations.agent_hooks`` (passed in: a tool module imports
+    no adapter), which offers ``write(tool, payload, records, ...)``, ``on_session_start``,
+    ``on_prompt``, ``on_transcript`` (each ``(tool, payload)``) and ``project_memory(payload)``.
+    A handler returns the JSON object to print, or None.
+    """
+
+    label = ""  # what its users call it: "Claude Code"
+    # its settings (ctxd.integrations.install), in the project root and in the user's home
+    settings_dir = ""  # ".claude"
+    settings_file = ""  # the file ctxd's hooks go in, in settings_dir: shared when in a project
+    personal_file = None  # a project file of the user's own, not committed (settings.local.json)
+    settings_comments = False  # the settings file may hold // and /* */ comments (JSONC)
+    home_env = None  # the variable that moves settings_dir out of the home directory
+    hook_events = ()  # ((event, matcher or None), ...): the hooks ctxd installs
+    hook_timeout = 30  # in the unit the tool reads
+    hook_extra = {}  # more keys of each of ctxd's hook entries
+    json_stdout = False  # it reads a hook's stdout as JSON only: one object is printed every time
+    # a program it runs at the end of each turn, set at user scope by a top-level ``notify`` key
+    # in this TOML file of its home directory (Codex's config.toml); ``notify_command`` runs it
+    notify_config = None
+    # the hooks: event -> the name of the method of this class that handles it
+    hook_handlers = {}
+    env_events = ()  # the events that hand the hook an env file for its shell tool (agent_env)
+    # its live records may come after the import that holds them: reconcile at every write
+    reconcile_on_record = False
+    doctor_ok_note = ""  # what `ctxd doctor` adds to the line saying it runs ctxd's hooks
+
+    @property
+    def notify_command(self):
+        """The word after ``ctxd chat hook`` that runs the notify program (``<name>-notify``)."""
+        return f"{self.name}-notify"
+
+    def home_dir(self, environ=None):
+        """Its settings directory in the user's home (or where ``home_env`` moves it)."""
+        env = os.environ if environ is None else environ
+        override = env.get(self.home_env, "") if self.home_env else ""
+        if override.strip():
+            return os.path.abspath(os.path.expanduser(override))
+        return os.path.join(os.path.expanduser("~"), self.settings_dir)
+
+    def on_session_start(self, driver, payload):
+        return driver.on_session_start(self, payload)
+
+    def on_prompt(self, driver, payload):
+        return driver.on_prompt(self, payload)
+
+    def on_transcript(self, driver, payload):
+        return driver.on_transcript(self, payload)
+
+    def on_notify(self, driver, args):
+        """The notify program (``notify_config``): its payload is in *args*, not on stdin."""
+        raise HookError(f"{self.label} runs no notify program")
+
+    def prompt_key(self, payload, session, text):
+        """{"dedup": key} or {"dedup_nth": prefix} for the prompt *text* a hook records: the n-th
+        identical prompt gets prefix + n, the first n not stored yet (ProjectMemory.record).
+        Probing the keys (rather than comparing contents) counts the same prompt however it was
+        stored, redacted or offloaded, by a hook or by an import; it happens when the prompt is
+        stored, a spooled one included."""
+        from ctxd.activation.fileio import sha256_hex
+
+        return {"dedup_nth": f"{self.name}-hook:{session}:user:{sha256_hex(text)[:32]}:"}
+
+    def install_notes(self, scope, root, environ=None):
+        """Lines for the user after ctxd's hooks went into its *scope* ("user", else a project's)
+        settings: what else they need to run."""
+        return []
+
+    def hook_problems(self, installed, root, environ):
+        """What keeps it from running ctxd's hooks, for ``ctxd doctor``: (problems, the one step
+        that fixes them, or None). *installed*: [(scope, settings path, [(event, group index, hook
+        index)])] of ctxd's entries; *root*: the project, or None."""
+        return [], None
+
+    def context_pointer(self, intro, context_md, relative):
+        """(lines of ctxd's block in its context file, notes for the user) pointing at
+        *context_md*; *relative* is its ``./`` path when it is inside the project, else None.
+        Default: a line asking the model to read it (AGENTS.md has no import syntax)."""
+        return [read_line(intro, context_md)], []

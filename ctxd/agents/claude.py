@@ -1,11 +1,13 @@
-"""Claude Code transcripts (``~/.claude/projects/*/*.jsonl``): content blocks (text, tool_use,
+"""Claude Code: its transcripts (``~/.claude/projects/*/*.jsonl``: content blocks (text, tool_use,
 tool_result) as typed records; prompts get :func:`claude_prompt_dedup` keys so the
-UserPromptSubmit hook and an import store a prompt once."""
+UserPromptSubmit hook and an import store a prompt once), its hooks (``.claude/settings.json``,
+and the personal ``settings.local.json``), which also write the project's environment for its
+Bash tool (``ctxd.integrations.agent_env``), and the ``@`` import in CLAUDE.md."""
 
 import os
 import re
 
-from ctxd.agents.base import Evidence, Malformed, ParseCursor, TranscriptFormat
+from ctxd.agents.base import AgentTool, Evidence, Malformed, ParseCursor
 from ctxd.agents.common import (as_subagent, call_record, dumps, json_lines, json_object, lines, record,
                                 result_record, sha, text_parts, timestamp, user_record, with_env)
 
@@ -240,8 +242,28 @@ def _transcript_records(f, cursor, counts, names, times, sidechains):
             # thinking, redacted_thinking, images: not kept
 
 
-class Claude(TranscriptFormat):
+class Claude(AgentTool):
     name = "claude"
+    label = "Claude Code"
+    settings_dir = ".claude"
+    settings_file = "settings.json"
+    personal_file = "settings.local.json"  # personal, uncommitted: the default project scope
+    home_env = "CLAUDE_CONFIG_DIR"
+    # (event, matcher or None); timeouts in seconds. CwdChanged and FileChanged (and SessionStart)
+    # write the project's environment into $CLAUDE_ENV_FILE for the Bash tool (agent_env);
+    # FileChanged has no matcher: it fires for the paths the hook returns as watchPaths.
+    hook_events = (("SessionStart", "startup|resume|clear|compact"), ("UserPromptSubmit", None), ("Stop", None),
+                   ("PreCompact", None), ("SessionEnd", None), ("CwdChanged", None), ("FileChanged", None))
+    hook_timeout = 30
+    hook_handlers = {
+        "SessionStart": "on_session_start",
+        "UserPromptSubmit": "on_prompt",
+        "Stop": "on_transcript",
+        "SubagentStop": "on_transcript",
+        "PreCompact": "on_transcript",
+        "SessionEnd": "on_transcript",
+    }
+    env_events = ("SessionStart", "CwdChanged", "FileChanged")  # they hand the hook a CLAUDE_ENV_FILE
 
     def sniff_line(self, obj, n):
         kind = obj.get("type")
@@ -255,3 +277,30 @@ class Claude(TranscriptFormat):
 
     def parse(self, source, cursor):
         return parse_claude(source, cursor)
+
+    def prompt_key(self, payload, session, text):
+        return {"dedup_nth": claude_prompt_dedup(session, text, "")}
+
+    def hook_problems(self, installed, root, environ):
+        """An install from before the Bash tool's environment (CwdChanged, FileChanged) lacks hooks."""
+        have = {e for _s, _p, entries in installed for e, _g, _h in entries}
+        missing = [e for e, _m in self.hook_events if e not in have]
+        if not missing:
+            return [], None
+        problem = (f"ctxd's {', '.join(missing)} hook{'s are' if len(missing) > 1 else ' is'} not "
+                   f"installed (an older ctxd installed these hooks), so "
+                   + ("the Bash tool does not follow the project's environment"
+                      if {"CwdChanged", "FileChanged"} & set(missing) else "part of the session is not recorded"))
+        scope = "--user" if all(s == "user" for s, _p, _e in installed) else ""
+        return [problem], f"ctxd chat install claude {scope}".strip() + "   (adds what is missing; your entries stay)"
+
+    def context_pointer(self, intro, context_md, relative):
+        """An ``@path`` import line: Claude Code imports relative and absolute paths (not inside
+        code blocks). A file outside the directory Claude starts in is an "external import":
+        Claude asks once per project, in an interactive session, whether to allow those
+        (``claude -p`` never asks); a context.md inside the project needs no approval."""
+        target = relative or context_md
+        # Claude reads a backslash-escaped space as part of the path
+        return [f"{intro}:", "@" + target.replace(" ", "\\ ")], [] if relative else [
+            "Claude Code asks once per project whether to allow imports from outside it (answer yes in an "
+            "interactive session; `claude -p` does not ask)"]

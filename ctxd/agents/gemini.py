@@ -1,14 +1,16 @@
-"""Gemini CLI sessions: the JSONL upsert log (a record id may be written several times, the
+"""Gemini CLI: its sessions (the JSONL upsert log: a record id may be written several times, the
 last version counts; ``$rewindTo`` drops that record and everything after it, as Gemini CLI
-itself does; ``$set`` message lists), the legacy one-document ``session-*.json``, and a
-``/chat save`` checkpoint."""
+itself does; ``$set`` message lists; the legacy one-document ``session-*.json``; a ``/chat save``
+checkpoint), its hooks (``.gemini/settings.json``, JSON with comments), folder trust, and the
+pointer in GEMINI.md."""
 
 import json
 import os
 
-from ctxd.agents.base import Evidence, Forget, Malformed, ReadFromStart, TranscriptFormat
+from ctxd.agents.base import (AgentTool, Evidence, Forget, Malformed, ReadFromStart, payload_id, payload_text,
+                              read_line)
 from ctxd.agents.common import (SNIFF_LINE_BYTES, call_record, dumps, first_json, json_lines, lines, record,
-                                result_record, text_parts, timestamp, user_record)
+                                result_record, sha, text_parts, timestamp, user_record)
 
 _WHOLE_JSON_BYTES = 64 << 20  # a session file written as one JSON document is read whole up to this size
 
@@ -260,8 +262,25 @@ def parse_gemini(f, cursor):
         yield from _message_records(obj, sid, n)
 
 
-class Gemini(TranscriptFormat):
+class Gemini(AgentTool):
     name = "gemini"
+    label = "Gemini CLI"
+    settings_dir = ".gemini"
+    settings_file = "settings.json"
+    settings_comments = True  # Gemini CLI reads JSON with comments
+    # Gemini matches lifecycle events by exact string: no matcher means every source.
+    hook_events = (("SessionStart", None), ("BeforeAgent", None), ("AfterAgent", None), ("PreCompress", None),
+                   ("SessionEnd", None))
+    hook_timeout = 30000  # milliseconds
+    hook_extra = {"name": "ctxd"}
+    json_stdout = True
+    hook_handlers = {
+        "SessionStart": "on_session_start",
+        "BeforeAgent": "on_prompt",
+        "AfterAgent": "on_after_agent",
+        "PreCompress": "on_transcript",
+        "SessionEnd": "on_transcript",
+    }
 
     def sniff_line(self, obj, n):
         if "sessionId" in obj and "projectHash" in obj:
@@ -277,3 +296,81 @@ class Gemini(TranscriptFormat):
 
     def parse(self, source, cursor):
         return parse_gemini(source, cursor)
+
+    def on_after_agent(self, driver, payload):
+        """The turn's response, recorded live (the session file is imported at its end)."""
+        response = payload_text(payload, "prompt_response")
+        session = payload_id(payload, "session_id")
+        key = f"gemini-hook:{session}:{sha(payload_text(payload, 'prompt') + chr(0) + response)[:32]}"
+        driver.write(self, payload, [dict(kind="reply", content=response, session=session, source=self.name,
+                                          dedup=key, ts=_now())], turn_end=True)
+        return None
+
+    def install_notes(self, scope, root, environ=None):
+        if scope == "user":
+            return []
+        return [f"ctxd: note: Gemini CLI runs a project's hooks only in a folder it trusts: trust {root} "
+                f"in Gemini (/permissions); elsewhere it skips them (headless runs exit 55)"]
+
+    def hook_problems(self, installed, root, environ):
+        if not any(s == "project" for s, _p, _e in installed):
+            return [], None
+        trusted = _trusts(root, environ)
+        if trusted:
+            return [], None
+        return ([f"Gemini CLI runs project hooks only in a folder it trusts, and {root} is "
+                 f"{'not trusted' if trusted is False else 'of unknown trust'}"],
+                f"run `gemini` in {root} and trust the folder (or: ctxd chat install gemini --user; "
+                f"headless runs: GEMINI_CLI_TRUST_WORKSPACE=true)")
+
+    def context_pointer(self, intro, context_md, relative):
+        """Gemini CLI resolves ``@`` imports only inside the project (the git root, else the
+        file's directory); an absolute path outside it is dropped as a "path traversal attempt"
+        (google-gemini/gemini-cli#4098). So a context.md inside the project gets an ``@./...``
+        import; one in the data directory (the default) gets an instruction line instead."""
+        if relative:
+            return [f"{intro}:", "@" + relative], []
+        import shlex
+
+        return [f"{read_line(intro, context_md)} It lies outside this workspace: `cat {shlex.quote(context_md)}` "
+                f"reads it."], [
+            "Gemini CLI imports files only from inside the project, and the context lives in ctxd's data "
+            "directory, so GEMINI.md got an instruction to read it; `ctxd chat install gemini` injects the "
+            "context at session start instead (or `[context] store = \"project\"` in .contextrc allows an import)"]
+
+
+def _now():
+    import time
+
+    return time.time()
+
+
+def _trusts(root, environ):
+    """True / False / None (unknown) for whether Gemini CLI trusts *root* (folder trust)."""
+    flag = environ.get("GEMINI_CLI_TRUST_WORKSPACE")
+    if flag in ("true", "false"):
+        return flag == "true"
+    home = os.path.expanduser("~") if "HOME" not in environ else environ["HOME"]
+    try:
+        with open(os.path.join(home, ".gemini", "settings.json"), encoding="utf-8") as f:
+            folder_trust = (json.load(f).get("security") or {}).get("folderTrust") or {}
+        if folder_trust.get("enabled") is False:
+            return True
+    except (OSError, ValueError, AttributeError):
+        pass
+    path = environ.get("GEMINI_CLI_TRUSTED_FOLDERS_PATH") or os.path.join(home, ".gemini", "trustedFolders.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            rules = json.load(f)
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError):
+        return None
+    here = os.path.realpath(root)
+    best, level = -1, None
+    for rule, trust in (rules.items() if isinstance(rules, dict) else ()):
+        base = os.path.dirname(rule) if trust == "TRUST_PARENT" else rule
+        base = os.path.realpath(base)
+        if (here == base or here.startswith(base.rstrip(os.sep) + os.sep)) and len(rule) > best:
+            best, level = len(rule), trust
+    return level in ("TRUST_FOLDER", "TRUST_PARENT")

@@ -10,6 +10,8 @@ import sys
 
 import click
 
+from ctxd.agents import AI_CLIS, CONTEXT_FILES, ai_cli
+
 
 @click.command(context_settings={"ignore_unknown_options": True})
 @click.argument("tool", required=False)
@@ -32,7 +34,7 @@ def hook(tool, args):
 
 
 @click.command()
-@click.argument("tool", type=click.Choice(["claude", "gemini", "codex", "agents-md", "claude-md", "gemini-md"]))
+@click.argument("tool", type=click.Choice([*AI_CLIS, *CONTEXT_FILES]))
 @click.option("--project", "scope", flag_value="project", default=True,
               help="This project, for you (the default): <root>/.claude/settings.local.json (Claude Code's "
                    "personal, uncommitted file), .gemini/settings.json, .codex/hooks.json.")
@@ -65,7 +67,7 @@ def install(tool, scope, uninstall):
     project's context.md into AGENTS.md / CLAUDE.md / GEMINI.md in the project
     root (an @import where the tool supports one; your own text stays as it is).
     """
-    if tool.endswith("-md"):
+    if tool in CONTEXT_FILES:
         from ctxd.errors import UsageError
         from ctxd.integrations import contextfiles
         from ctxd.memory.project import locate
@@ -80,14 +82,15 @@ def install(tool, scope, uninstall):
         return
     from ctxd.integrations import install as inst
 
+    agent = ai_cli(tool)
     root = None
     if scope in ("project", "shared"):
         from ctxd.memory.project import locate
 
         root = locate().root
     if uninstall:
-        lines = inst.uninstall(tool, scope, root)
+        lines = inst.uninstall(agent, scope, root)
     else:
-        lines = inst.install(tool, scope, root)
+        lines = inst.install(agent, scope, root)
     for line in lines:
         click.echo(line)

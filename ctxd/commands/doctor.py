@@ -588,63 +588,9 @@ def _ctxd_entries(path):
     return out
 
 
-def _snake(event):
-    return "".join("_" + c.lower() if c.isupper() and i else c.lower() for i, c in enumerate(event))
-
-
-def _gemini_trusts(root, environ):
-    """True / False / None (unknown) for whether Gemini CLI trusts *root* (folder trust)."""
-    flag = environ.get("GEMINI_CLI_TRUST_WORKSPACE")
-    if flag in ("true", "false"):
-        return flag == "true"
-    home = os.path.expanduser("~") if "HOME" not in environ else environ["HOME"]
-    try:
-        with open(os.path.join(home, ".gemini", "settings.json"), encoding="utf-8") as f:
-            folder_trust = (json.load(f).get("security") or {}).get("folderTrust") or {}
-        if folder_trust.get("enabled") is False:
-            return True
-    except (OSError, ValueError, AttributeError):
-        pass
-    path = environ.get("GEMINI_CLI_TRUSTED_FOLDERS_PATH") or os.path.join(home, ".gemini", "trustedFolders.json")
-    try:
-        with open(path, encoding="utf-8") as f:
-            rules = json.load(f)
-    except FileNotFoundError:
-        return False
-    except (OSError, ValueError):
-        return None
-    here = os.path.realpath(root)
-    best, level = -1, None
-    for rule, trust in (rules.items() if isinstance(rules, dict) else ()):
-        base = os.path.dirname(rule) if trust == "TRUST_PARENT" else rule
-        base = os.path.realpath(base)
-        if (here == base or here.startswith(base.rstrip(os.sep) + os.sep)) and len(rule) > best:
-            best, level = len(rule), trust
-    return level in ("TRUST_FOLDER", "TRUST_PARENT")
-
-
-def _codex_untrusted(path, entries, environ):
-    """The entries of a Codex hooks.json with no trust record (``[hooks.state."<file>:<event>:<g>:<h>"]
-    trusted_hash``, what /hooks writes) in config.toml."""
-    import tomllib
-
-    from ctxd.integrations.install import codex_config_path
-
-    try:
-        with open(codex_config_path(environ), "rb") as f:
-            state = ((tomllib.load(f).get("hooks") or {}).get("state")) or {}
-    except (OSError, tomllib.TOMLDecodeError, AttributeError):
-        state = {}
-    names = {os.path.abspath(path), os.path.realpath(path)}
-    out = []
-    for event, gi, hi in entries:
-        keys = [f"{n}:{_snake(event)}:{gi}:{hi}" for n in names]
-        if not any(isinstance(state.get(k), dict) and state[k].get("trusted_hash") for k in keys):
-            out.append(event)
-    return out
-
-
 def check_ai_clis(environ):
+    """What keeps each AI CLI from running ctxd's hooks is its AgentTool's ``hook_problems``."""
+    from ctxd.agents import AI_CLIS, ai_cli
     from ctxd.integrations import install as inst
     from ctxd.memory.project import locate
 
@@ -653,15 +599,15 @@ def check_ai_clis(environ):
     except Exception:
         root = None
     checks = []
-    for tool, label in (("claude", "Claude Code"), ("gemini", "Gemini CLI"), ("codex", "Codex")):
+    for tool in map(ai_cli, AI_CLIS):
         found = []
         for scope in ("project", "user"):
             if scope == "project" and root is None:
                 continue
             path = inst.settings_path(tool, scope, root, environ)
-            # Claude's "project" scope is settings.local.json (personal); the shared settings.json too
+            # "project" is the personal file (Claude's settings.local.json) when there is one; the shared one too
             paths = [path] + ([inst.settings_path(tool, "shared", root, environ)]
-                              if tool == "claude" and scope == "project" else [])
+                              if scope == "project" and tool.personal_file else [])
             for p in paths:
                 entries = _ctxd_entries(p)
                 if entries:
@@ -669,40 +615,12 @@ def check_ai_clis(environ):
         if not found:
             continue
         where = ", ".join(p for _s, p, _e in found)
-        problems, fix = [], None
-        if tool == "gemini" and any(s == "project" for s, _p, _e in found):
-            trusted = _gemini_trusts(root, environ)
-            if not trusted:
-                problems.append(f"Gemini CLI runs project hooks only in a folder it trusts, and {root} is "
-                                f"{'not trusted' if trusted is False else 'of unknown trust'}")
-                fix = (f"run `gemini` in {root} and trust the folder (or: ctxd chat install gemini --user; "
-                       f"headless runs: GEMINI_CLI_TRUST_WORKSPACE=true)")
-        if tool == "claude":  # an install from before the Bash tool's environment (CwdChanged, FileChanged)
-            have = {e for _s, _p, entries in found for e, _g, _h in entries}
-            missing = [e for e, _m in inst.CLAUDE["events"] if e not in have]
-            if missing:
-                problems.append(f"ctxd's {', '.join(missing)} hook{'s are' if len(missing) > 1 else ' is'} not "
-                                f"installed (an older ctxd installed these hooks), so "
-                                + ("the Bash tool does not follow the project's environment"
-                                   if {"CwdChanged", "FileChanged"} & set(missing) else "part of the session is not recorded"))
-                scope = "--user" if all(s == "user" for s, _p, _e in found) else ""
-                fix = f"ctxd chat install claude {scope}".strip() + "   (adds what is missing; your entries stay)"
-        if tool == "codex":
-            notes = [n for s, _p, _e in found for n in inst.codex_hook_notes(s, root, environ)
-                     if "deprecated" in n or "turned off" in n or "trust the folder" in n]
-            for n in dict.fromkeys(notes):
-                problems.append(n.removeprefix("ctxd: note: "))
-            untrusted = [e for _s, p, entries in found for e in _codex_untrusted(p, entries, environ)]
-            if untrusted:
-                problems.append(f"Codex skips ctxd's {', '.join(untrusted)} hook"
-                                f"{'s' if len(untrusted) > 1 else ''} until you trust them")
-            if problems:
-                fix = "run `codex` in the project, type /hooks and trust ctxd's entries (trust the folder when asked)"
+        problems, fix = tool.hook_problems(found, root, environ)
         if problems:
-            checks.append(Check(f"{tool} hooks", WARN, "; ".join(problems) + f" ({where})", fix))
+            checks.append(Check(f"{tool.name} hooks", WARN, "; ".join(problems) + f" ({where})", fix))
         else:
-            extra = " (trusted; /hooks shows an entry ctxd rewrote since as modified)" if tool == "codex" else ""
-            checks.append(Check(f"{tool} hooks", OK, f"{label} runs ctxd's hooks from {where}{extra}"))
+            checks.append(Check(f"{tool.name} hooks", OK,
+                                f"{tool.label} runs ctxd's hooks from {where}{tool.doctor_ok_note}"))
     return checks
 
 

@@ -47,7 +47,6 @@ import os
 
 from ctxd.errors import CtxdError
 
-EVENTS = ("SessionStart", "CwdChanged", "FileChanged")
 ENV_FILE_VAR = "CLAUDE_ENV_FILE"
 HEADER = "# ctxd: the project environment for Claude Code's Bash tool"
 

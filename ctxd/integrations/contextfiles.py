@@ -8,22 +8,12 @@ comments::
     ...the pointer...
     <!-- ctxd:end -->
 
-What the pointer is, per tool (from the tools' docs and source):
-
-- CLAUDE.md: an ``@path`` import line. Claude Code imports relative and
-  absolute paths (not inside code blocks). A file outside the directory
-  Claude starts in is an "external import": Claude asks once per project, in
-  an interactive session, whether to allow those (``claude -p`` never asks).
-  A context.md inside the project (``[context] store = "project"``) is
-  imported by a relative path and needs no approval.
-- GEMINI.md: Gemini CLI resolves ``@`` imports only inside the project (the
-  git root, else the file's directory); an absolute path outside it is
-  dropped as a "path traversal attempt" (google-gemini/gemini-cli#4098). So a
-  context.md inside the project gets an ``@./...`` import; one in the data
-  directory (the default) gets an instruction line instead, and the command
-  says that ``ctxd chat install gemini`` injects the context itself.
-- AGENTS.md (Codex and the other tools that read it): no import syntax, so an
-  instruction line naming the file to read.
+Which file is whose is in the registry (``ctxd.agents.CONTEXT_FILES``); what
+the pointer is, the tool's ``AgentTool.context_pointer`` (from the tools' docs
+and source): an ``@path`` import in CLAUDE.md, an ``@./path`` import in
+GEMINI.md when context.md is inside the project (``[context] store =
+"project"``), else an instruction line naming the file to read (AGENTS.md, read
+by Codex and other tools, has no import syntax).
 
 The file belongs to the user: everything outside the block stays byte for
 byte as it was. Installing twice is installing once; a context directory that
@@ -40,12 +30,12 @@ read), is refused with nothing changed.
 
 import os
 import re
-import shlex
 
+from ctxd.agents import CONTEXT_FILES, ai_cli
 from ctxd.errors import ConfigError
 from ctxd.integrations.install import read_text, refuse_link_out, write_text
 
-FILES = {"agents-md": "AGENTS.md", "claude-md": "CLAUDE.md", "gemini-md": "GEMINI.md"}
+FILES = {kind: file for kind, (file, _tool) in CONTEXT_FILES.items()}  # "claude-md": "CLAUDE.md"
 BEGIN = "<!-- ctxd:begin"
 END = "<!-- ctxd:end -->"
 _BEGIN_RX = re.compile(r"<!-- ctxd:begin((?:\s+(?:created|sep=\d))*)")
@@ -70,23 +60,9 @@ def _relative_import(context_md, root):
 
 
 def pointer(kind, root, context_md):
-    """(lines of the block's body, notes for the user) for *kind*."""
-    inside = _inside(context_md, root)
-    if kind == "claude-md":
-        target = _relative_import(context_md, root) if inside else context_md
-        # Claude reads a backslash-escaped space as part of the path
-        return [f"{INTRO}:", "@" + target.replace(" ", "\\ ")], [] if inside else [
-            "Claude Code asks once per project whether to allow imports from outside it (answer yes in an "
-            "interactive session; `claude -p` does not ask)"]
-    if kind == "gemini-md" and inside:
-        return [f"{INTRO}:", "@" + _relative_import(context_md, root)], []
-    line = f"{INTRO}: read `{context_md}` when you start, and again when the user refers to earlier work."
-    if kind == "gemini-md":
-        return [f"{line} It lies outside this workspace: `cat {shlex.quote(context_md)}` reads it."], [
-            "Gemini CLI imports files only from inside the project, and the context lives in ctxd's data "
-            "directory, so GEMINI.md got an instruction to read it; `ctxd chat install gemini` injects the "
-            "context at session start instead (or `[context] store = \"project\"` in .contextrc allows an import)"]
-    return [line], []
+    """(lines of the block's body, notes for the user) for *kind*: its tool's context_pointer."""
+    relative = _relative_import(context_md, root) if _inside(context_md, root) else None
+    return ai_cli(CONTEXT_FILES[kind][1]).context_pointer(INTRO, context_md, relative)
 
 
 # -- the block in a file ---------------------------------------------------------------

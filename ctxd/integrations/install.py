@@ -1,5 +1,8 @@
 """Put ctxd's hooks into (and take them out of) Claude Code, Gemini CLI and Codex settings.
 
+What a tool's settings are (directory, file, events, timeout unit, a notify program) is its
+``AgentTool``'s (``ctxd/agents/``); this module edits them the same way for every tool.
+
 The settings files belong to the user: ctxd merges its own entries in and
 leaves every other key and hook as it was. ctxd's entries are recognised by
 their command (it contains "ctxd" and "chat hook"), so installing twice is
@@ -26,7 +29,7 @@ that runs ctxd from PATH where it is installed and does nothing where it is
 not. Gemini CLI and Codex have no personal project file: their project files
 get the portable command too, user files the absolute path.
 
-Codex's ``notify`` program lives in ``config.toml``, which people comment:
+A tool's ``notify`` program (Codex's) lives in a TOML file (``config.toml``), which people comment:
 it is edited with tomlkit, which keeps comments, order and formatting. The
 key goes at the top level before the first table (and the comments above its
 header); uninstalling takes out exactly what installing put in, so the file
@@ -43,46 +46,6 @@ import sys
 
 from ctxd.errors import ConfigError, CtxdError, ExitCode
 
-CLAUDE = {
-    "name": "Claude Code",
-    "dir": ".claude",
-    "file": "settings.json",
-    "local_file": "settings.local.json",  # personal, uncommitted: the default project scope
-    "comments": False,
-    "home_env": "CLAUDE_CONFIG_DIR",
-    # (event, matcher or None); timeouts in seconds. CwdChanged and FileChanged (and SessionStart)
-    # write the project's environment into $CLAUDE_ENV_FILE for the Bash tool (agent_env);
-    # FileChanged has no matcher: it fires for the paths the hook returns as watchPaths.
-    "events": (("SessionStart", "startup|resume|clear|compact"), ("UserPromptSubmit", None), ("Stop", None),
-               ("PreCompact", None), ("SessionEnd", None), ("CwdChanged", None), ("FileChanged", None)),
-    "timeout": 30,
-    "extra": {},
-}
-GEMINI = {
-    "name": "Gemini CLI",
-    "dir": ".gemini",
-    "file": "settings.json",
-    "comments": True,  # Gemini CLI reads JSON with comments
-    "home_env": None,
-    # Gemini matches lifecycle events by exact string: no matcher means every source.
-    "events": (("SessionStart", None), ("BeforeAgent", None), ("AfterAgent", None), ("PreCompress", None),
-               ("SessionEnd", None)),
-    "timeout": 30000,  # milliseconds
-    "extra": {"name": "ctxd"},
-}
-CODEX = {
-    "name": "Codex",
-    "dir": ".codex",
-    "file": "hooks.json",
-    "comments": False,
-    "home_env": "CODEX_HOME",
-    "events": (("SessionStart", None), ("UserPromptSubmit", None), ("Stop", None)),
-    "timeout": 30,  # seconds
-    "extra": {},
-}
-TOOLS = {"claude": CLAUDE, "gemini": GEMINI, "codex": CODEX}
-
-
 # -- the command written into the settings ---------------------------------------
 
 def ctxd_program():
@@ -96,16 +59,16 @@ def ctxd_program():
     return [sys.executable, "-m", "ctxd"]
 
 
-def hook_command(tool, program=None):
-    """The shell command string a settings file runs: '<ctxd> chat hook <tool>'."""
-    return shlex.join(list(program or ctxd_program()) + ["chat", "hook", tool])
+def hook_command(command, program=None):
+    """The shell command string a settings file runs: '<ctxd> chat hook <command>' (a tool's name)."""
+    return shlex.join(list(program or ctxd_program()) + ["chat", "hook", command])
 
 
 def portable_command(tool):
     """A command for a settings file other machines read: ctxd from PATH where it is installed,
-    nothing (exit 0; for Gemini, which reads stdout as JSON, ``{}``) where it is not."""
-    fallback = "; else echo '{}'" if tool == "gemini" else ""
-    return f"if command -v ctxd >/dev/null 2>&1; then ctxd chat hook {tool}{fallback}; fi"
+    nothing (exit 0; for a tool that reads stdout as JSON, Gemini's, ``{}``) where it is not."""
+    fallback = "; else echo '{}'" if tool.json_stdout else ""
+    return f"if command -v ctxd >/dev/null 2>&1; then ctxd chat hook {tool.name}{fallback}; fi"
 
 
 def is_ctxd_command(command):
@@ -114,36 +77,28 @@ def is_ctxd_command(command):
 
 # -- where the files are -----------------------------------------------------------
 
-def _home_dir(spec, environ=None):
-    env = os.environ if environ is None else environ
-    override = env.get(spec["home_env"], "") if spec["home_env"] else ""
-    if override.strip():
-        return os.path.abspath(os.path.expanduser(override))
-    return os.path.join(os.path.expanduser("~"), spec["dir"])
-
-
 def normal_scope(tool, scope):
-    """"project" is Claude's personal project file; the others have only a shared one."""
-    if scope == "project" and "local_file" not in TOOLS[tool]:
+    """"project" is the tool's personal project file (Claude's); without one, its shared one."""
+    if scope == "project" and not tool.personal_file:
         return "shared"
     return scope
 
 
 def settings_path(tool, scope, root=None, environ=None):
-    """The file ctxd edits for *tool* at *scope*: "project" (under *root*: Claude's
-    settings.local.json, the others' one project file), "shared" (under *root*, the file a
-    team commits) or "user"."""
-    spec = TOOLS[tool]
+    """The file ctxd edits for *tool* (an AgentTool) at *scope*: "project" (under *root*: its
+    personal file, Claude's settings.local.json, else its one project file), "shared" (under
+    *root*, the file a team commits) or "user"."""
     scope = normal_scope(tool, scope)
     if scope == "user":
-        return os.path.join(_home_dir(spec, environ), spec["file"])
+        return os.path.join(tool.home_dir(environ), tool.settings_file)
     if scope == "project":
-        return os.path.join(root, spec["dir"], spec["local_file"])
-    return os.path.join(root, spec["dir"], spec["file"])
+        return os.path.join(root, tool.settings_dir, tool.personal_file)
+    return os.path.join(root, tool.settings_dir, tool.settings_file)
 
 
-def codex_config_path(environ=None):
-    return os.path.join(_home_dir(CODEX, environ), "config.toml")
+def notify_config_path(tool, environ=None):
+    """The TOML file of *tool*'s notify program (Codex's config.toml)."""
+    return os.path.join(tool.home_dir(environ), tool.notify_config)
 
 
 # -- reading and writing -------------------------------------------------------------
@@ -393,7 +348,7 @@ def remove_hooks(settings):
     return total
 
 
-# -- Codex notify in config.toml (with tomlkit) ------------------------------------------
+# -- a notify program in a TOML config (Codex's config.toml), with tomlkit ---------------------
 
 def notify_line(words):
     """``notify = [...]`` as TOML, for messages that ask the user to edit by hand."""
@@ -402,8 +357,9 @@ def notify_line(words):
     return tomlkit.dumps({"notify": list(words)})
 
 
-def is_ctxd_notify(value):
-    return (isinstance(value, list) and all(isinstance(w, str) for w in value) and "codex-notify" in value
+def is_ctxd_notify(value, command):
+    """Whether a notify value runs ctxd's hook *command* (``codex-notify``)."""
+    return (isinstance(value, list) and all(isinstance(w, str) for w in value) and command in value
             and any("ctxd" in w for w in value))
 
 
@@ -549,10 +505,11 @@ def remove_notify(text):
 
 
 def install_notify(path, words, *, write=True):
-    """Add ctxd's notify to Codex's config.toml. Returns (status, detail).
+    """Add ctxd's notify (*words*, which end with the hook command) to a TOML config (Codex's
+    config.toml). Returns (status, detail).
 
     status: "added", "updated", "unchanged", or "foreign" (another program is
-    Codex's notify; left as it is; detail is its value).
+    the notify; left as it is; detail is its value).
     """
     _raw, text = read_text(path)
     text = text or ""
@@ -561,7 +518,7 @@ def install_notify(path, words, *, write=True):
     current = doc.get("notify")
     if current == words:
         return "unchanged", None
-    if current is not None and not is_ctxd_notify(current):
+    if current is not None and not is_ctxd_notify(current, words[-1]):
         return "foreign", current
     new = add_notify(text, words)
     if new is None or _toml(path, new) != dict(doc, notify=list(words)):
@@ -572,8 +529,8 @@ def install_notify(path, words, *, write=True):
     return ("updated" if current is not None else "added"), None
 
 
-def uninstall_notify(path):
-    """Remove ctxd's notify line. Returns "removed", "absent" or "foreign"."""
+def uninstall_notify(path, command):
+    """Remove ctxd's notify line (running hook *command*). Returns "removed", "absent" or "foreign"."""
     _raw, text = read_text(path)
     if text is None:
         return "absent"
@@ -582,7 +539,7 @@ def uninstall_notify(path):
     current = doc.get("notify")
     if current is None:
         return "absent"
-    if not is_ctxd_notify(current):
+    if not is_ctxd_notify(current, command):
         return "foreign"
     new = remove_notify(text)
     without = dict(doc)
@@ -593,64 +550,15 @@ def uninstall_notify(path):
     return "removed"
 
 
-def codex_hook_notes(scope, root=None, environ=None):
-    """What stands between ctxd's entries in a Codex hooks.json and Codex running them
-    (Codex 0.171): lines to show the user, each with the one step that fixes it.
-
-    The feature is ``[features] hooks`` (stable, on by default); ``codex_hooks`` is
-    its deprecated name, which makes Codex warn on every run. Project hooks are read
-    only in a folder Codex trusts. And Codex runs a new or changed hook only once the
-    user has trusted it (``/hooks`` in the TUI records a hash of the entry in
-    config.toml); until then it skips the hook silently. ctxd does not trust its
-    own hooks for the user: that review is the user's.
-    """
-    import tomllib
-
-    cfg = codex_config_path(environ)
-    try:
-        with open(cfg, "rb") as f:
-            doc = tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
-        doc = {}
-    features = doc.get("features") if isinstance(doc.get("features"), dict) else {}
-    notes = []
-    if "codex_hooks" in features:
-        notes.append(f"ctxd: note: `codex_hooks` under [features] in {cfg} is deprecated (Codex warns on every "
-                     f"run): the feature is `hooks`, on by default; remove the line")
-    if features.get("hooks") is False or ("hooks" not in features and features.get("codex_hooks") is False):
-        notes.append(f"ctxd: note: hooks are turned off in {cfg}: set `hooks = true` under [features]")
-    if scope == "project" and root and not _codex_trusts(doc, root):
-        notes.append(f"ctxd: note: Codex reads {os.path.join(root, '.codex')} only in a folder it trusts: run "
-                     f"`codex` in {root} once and trust the folder")
-    notes.append("ctxd: note: Codex runs a new or changed hook only once you trust it: run `codex`, type /hooks "
-                 "and trust ctxd's entries (until then it skips them silently)")
-    return notes
-
-
-def _codex_trusts(doc, root):
-    """Whether config.toml's [projects] marks *root* or a folder above it trusted."""
-    projects = doc.get("projects") if isinstance(doc.get("projects"), dict) else {}
-    here = os.path.realpath(root)
-    while True:
-        for key in {here, os.path.abspath(here)}:
-            entry = projects.get(key)
-            if isinstance(entry, dict) and entry.get("trust_level") == "trusted":
-                return True
-        parent = os.path.dirname(here)
-        if parent == here:
-            return False
-        here = parent
-
-
 def _forget_created(path, environ=None):
     data = _created(environ)
     if data.pop(os.path.realpath(path), None) is not None:
         _save_created(data, environ)
 
 
-def _has_ctxd_hooks(path, spec):
+def _has_ctxd_hooks(path, tool):
     try:
-        settings = _load(path, spec["comments"])[0]
+        settings = _load(path, tool.settings_comments)[0]
     except (ConfigError, CtxdError):
         return False
     return _settings_have_ctxd(settings)
@@ -662,10 +570,10 @@ def _settings_have_ctxd(settings):
                                            for groups in hooks.values())
 
 
-def _exclude_from_git(root, path):
-    """Keep a settings.local.json ctxd created out of git, as Claude Code does with the one it
-    creates: a line in .git/info/exclude (local to this clone, never committed), unless git
-    already ignores it."""
+def _exclude_from_git(tool, root, path):
+    """Keep a personal settings file ctxd created (Claude's settings.local.json) out of git, as
+    Claude Code does with the one it creates: a line in .git/info/exclude (local to this clone,
+    never committed), unless git already ignores it."""
     import subprocess
 
     git = os.path.join(root, ".git")
@@ -691,21 +599,21 @@ def _exclude_from_git(root, path):
     try:
         os.makedirs(os.path.dirname(exclude), exist_ok=True)
         with open(exclude, "a", encoding="utf-8") as f:
-            f.write(_exclude_block(line))
+            f.write(_exclude_block(tool, line))
     except OSError:
         pass
 
 
-def _exclude_block(line):
-    return f"\n# ctxd: personal Claude Code settings (machine paths)\n{line}\n"
+def _exclude_block(tool, line):
+    return f"\n# ctxd: personal {tool.label} settings (machine paths)\n{line}\n"
 
 
-def _unexclude_from_git(root, path):
+def _unexclude_from_git(tool, root, path):
     """Take back the lines _exclude_from_git() wrote for *path* (once the file is gone)."""
     if not root:
         return
     exclude = os.path.join(root, ".git", "info", "exclude")
-    block = _exclude_block("/" + os.path.relpath(path, root).replace(os.sep, "/"))
+    block = _exclude_block(tool, "/" + os.path.relpath(path, root).replace(os.sep, "/"))
     try:
         with open(exclude, encoding="utf-8") as f:
             text = f.read()
@@ -717,28 +625,23 @@ def _unexclude_from_git(root, path):
 
 def _placement_notes(tool, scope, root, environ):
     """One line each about where the hooks went and what else they need to run."""
-    spec = TOOLS[tool]
     notes = []
-    if tool == "claude" and scope == "project":
+    if scope == "project":  # the personal file: the shared one may hold ctxd's hooks too
         shared = settings_path(tool, "shared", root, environ)
-        if _has_ctxd_hooks(shared, spec):
+        if _has_ctxd_hooks(shared, tool):
             notes.append(f"ctxd: note: {shared} (shared) runs ctxd's hooks too, so they would run twice; remove "
-                         f"them with `ctxd chat install claude --shared --uninstall`")
+                         f"them with `ctxd chat install {tool.name} --shared --uninstall`")
     if scope == "shared":
         notes.append("ctxd: note: this file is shared: its command runs the ctxd on each machine's PATH "
                      "(and does nothing where ctxd is not installed)")
-    if tool == "gemini" and scope != "user":
-        notes.append(f"ctxd: note: Gemini CLI runs a project's hooks only in a folder it trusts: trust {root} "
-                     f"in Gemini (/permissions); elsewhere it skips them (headless runs exit 55)")
-    if tool == "codex":
-        notes.extend(codex_hook_notes("project" if scope == "shared" else scope, root, environ))
+    notes.extend(tool.install_notes(scope, root, environ))
     return notes
 
 
 # -- the operations ------------------------------------------------------------------
 
 def install(tool, scope, root=None, program=None, environ=None):
-    """Merge ctxd's hooks for *tool* into its settings; return lines to show the user.
+    """Merge ctxd's hooks for *tool* (an AgentTool) into its settings; return lines to show the user.
 
     *scope*: "project" (the default: Claude's personal settings.local.json; Gemini's and
     Codex's project file), "shared" (the project file a team commits: a portable command)
@@ -746,74 +649,73 @@ def install(tool, scope, root=None, program=None, environ=None):
     """
     import copy
 
-    spec = TOOLS[tool]
     scope = normal_scope(tool, scope)
     program = list(program or ctxd_program())
     path = settings_path(tool, scope, root, environ)
     if scope != "user":
         refuse_link_out(path, root)
-    settings, text = _load(path, spec["comments"])  # refuses an invalid file before anything is written
+    settings, text = _load(path, tool.settings_comments)  # refuses an invalid file before anything is written
     notify = None
-    if tool == "codex" and scope == "user":
+    if tool.notify_config and scope == "user":
         # Check config.toml too before writing anything.
-        notify = install_notify(codex_config_path(environ), program + ["chat", "hook", "codex-notify"],
+        notify = install_notify(notify_config_path(tool, environ), program + ["chat", "hook", tool.notify_command],
                                 write=False)
-    command = portable_command(tool) if scope == "shared" else hook_command(tool, program)
-    groups = {event: _group(event, matcher, command, spec["timeout"], spec["extra"])
-              for event, matcher in spec["events"]}
+    command = portable_command(tool) if scope == "shared" else hook_command(tool.name, program)
+    groups = {event: _group(event, matcher, command, tool.hook_timeout, tool.hook_extra)
+              for event, matcher in tool.hook_events}
     events = ", ".join(groups)
     out = []
     new = copy.deepcopy(settings)
     if merge_hooks(new, groups, path):
-        new_text = _edited(path, text, new, spec["comments"])
+        new_text = _edited(path, text, new, tool.settings_comments)
         exists = os.path.lexists(path)
         dirs = _missing_dirs(path)
         write_text(path, new_text)
         if not exists:
             _remember_created(path, dirs, environ)
-            if tool == "claude" and scope == "project":
-                _exclude_from_git(root, path)
-        out.append(f"ctxd: {spec['name']} hooks ({events}) installed in {path}")
+            if scope == "project":
+                _exclude_from_git(tool, root, path)
+        out.append(f"ctxd: {tool.label} hooks ({events}) installed in {path}")
     else:
-        out.append(f"ctxd: {spec['name']} hooks already installed in {path}")
+        out.append(f"ctxd: {tool.label} hooks already installed in {path}")
     if text is not None and not _settings_have_ctxd(settings):
         _forget_created(path, environ)  # a file of the user's (a record of an old one of ctxd's is stale)
     if notify is not None:
-        cfg = codex_config_path(environ)
+        cfg = notify_config_path(tool, environ)
         status, value = notify
         if status == "foreign":
             out.append(f"ctxd: {cfg} already sets notify = {json.dumps(value)}, which is not ctxd's; left it as it "
-                       f"is (Codex runs one notify program; the hooks above still record prompts and transcripts)")
+                       f"is ({tool.label} runs one notify program; the hooks above still record prompts and "
+                       f"transcripts)")
         elif status == "unchanged":
-            out.append(f"ctxd: Codex notify already runs ctxd ({cfg})")
+            out.append(f"ctxd: {tool.label} notify already runs ctxd ({cfg})")
         else:
             existed, dirs = os.path.lexists(cfg), _missing_dirs(cfg)
-            install_notify(cfg, program + ["chat", "hook", "codex-notify"])
+            install_notify(cfg, program + ["chat", "hook", tool.notify_command])
             if not existed:
                 _remember_created(cfg, dirs, environ)
-            out.append(f"ctxd: Codex notify {'set' if status == 'added' else 'updated'} in {cfg}")
+            out.append(f"ctxd: {tool.label} notify {'set' if status == 'added' else 'updated'} in {cfg}")
     out.extend(_placement_notes(tool, scope, root, environ))
     return out
 
 
 def uninstall(tool, scope, root=None, environ=None):
-    """Remove ctxd's hooks for *tool*; return lines to show the user.
+    """Remove ctxd's hooks for *tool* (an AgentTool); return lines to show the user.
 
     Only ctxd's entries go: the rest of the file stays byte for byte, and a file ctxd
     created that holds nothing else is removed (with the directories ctxd made for it).
     """
     import copy
 
-    spec = TOOLS[tool]
     scope = normal_scope(tool, scope)
     path = settings_path(tool, scope, root, environ)
     if scope != "user":
         refuse_link_out(path, root)
     out, later = [], []
-    if tool == "codex" and scope == "user":
+    if tool.notify_config and scope == "user":
         # config.toml first: a ~/.codex ctxd made goes once both files are out of it
-        cfg = codex_config_path(environ)
-        status = uninstall_notify(cfg)
+        cfg = notify_config_path(tool, environ)
+        status = uninstall_notify(cfg, tool.notify_command)
         if status == "removed":
             _raw, left = read_text(cfg)
             gone = left is not None and _remove_if_created(cfg, left, environ, empty="")
@@ -821,15 +723,15 @@ def uninstall(tool, scope, root=None, environ=None):
         elif status == "foreign":
             later.append(f"ctxd: the notify in {cfg} is not ctxd's; left it")
     if os.path.lexists(path):
-        settings, text = _load(path, spec["comments"])
+        settings, text = _load(path, tool.settings_comments)
         new = copy.deepcopy(settings)
         n = remove_hooks(new)
         if n:
-            new_text = _edited(path, text, new, spec["comments"])
+            new_text = _edited(path, text, new, tool.settings_comments)
             what = f"removed {n} ctxd hook{'s' if n != 1 else ''} from {path}"
             if not new and _remove_if_created(path, new_text, environ):
-                if tool == "claude" and scope == "project":
-                    _unexclude_from_git(root, path)
+                if scope == "project":
+                    _unexclude_from_git(tool, root, path)
                 out.append(f"ctxd: {what} (ctxd had created it and nothing else was in it: removed the file)")
             else:
                 write_text(path, new_text)
@@ -838,9 +740,9 @@ def uninstall(tool, scope, root=None, environ=None):
             out.append(f"ctxd: no ctxd hooks in {path}")
     else:
         out.append(f"ctxd: no ctxd hooks in {path} (no such file)")
-    if tool == "claude" and scope == "project":
+    if scope == "project":  # the personal file
         shared = settings_path(tool, "shared", root, environ)
-        if _has_ctxd_hooks(shared, spec):
+        if _has_ctxd_hooks(shared, tool):
             out.append(f"ctxd: note: {shared} (shared) runs ctxd's hooks too; remove them with "
-                       f"`ctxd chat install claude --shared --uninstall`")
+                       f"`ctxd chat install {tool.name} --shared --uninstall`")
     return out + later

@@ -136,7 +136,10 @@ def replay(mem, spool_dirs, time_limit=None):
 
 def _apply(mem, name, entry):
     """Store one entry; whether anything new was stored."""
+    from ctxd.agents import ai_cli
+
     tool, session = entry.get("tool") or "", entry.get("session") or ""
+    cli = ai_cli(tool)  # None for a tool this ctxd does not know
     records = [r for r in entry.get("records") or () if isinstance(r, dict)]
     added = gone = 0
     store = mem.store()
@@ -144,7 +147,7 @@ def _apply(mem, name, entry):
         with mem.transaction():
             if not store.spool_marked(MARK + name):
                 added = len(mem.record(records, redact=True, render=False))  # redacting again changes nothing
-                if added and tool == "codex":
+                if added and cli is not None and cli.reconcile_on_record:
                     gone = mem.reconcile_tool(tool, session)
                 store.mark_spool(MARK + name)
     transcript = entry.get("transcript")
