@@ -6,7 +6,9 @@
 - no SQL outside the store modules (``ctxd/memory/store*.py``);
 - ``ctxd/memory/`` imports no adapter (``ctxd/integrations/``, ``ctxd/commands/``, ``ctxd.cli``);
 - ``ctxd/agents/`` (one module per AI tool) imports of ctxd only its own package and what its
-  parser and hook handlers need (``AGENTS_MAY_IMPORT``).
+  parser and hook handlers need (``AGENTS_MAY_IMPORT``);
+- an AI tool's name ("claude", "codex", ...) is written only in ``ctxd/agents/``: what ctxd knows of
+  a tool is in its module there (``TOOL_NAMES_ALLOWED`` lists the exceptions).
 
 Each failure lists every violation with its file and line.
 """
@@ -373,6 +375,34 @@ def test_agents_import_only_what_their_interface_needs():
                        f"{', '.join(sorted(AGENTS_MAY_IMPORT))}):\n  " + "\n  ".join(found))
 
 
+# The AI tools' names, as whole string literals: a module outside ctxd/agents/ that writes one
+# holds a piece of that tool's knowledge (a table, an `if tool == ...`) that belongs in its module.
+TOOL_NAMES = {"claude", "codex", "gemini", "codex-notify"}
+TOOL_NAMES_ALLOWED = {  # module: why it names a tool
+    "ctxd.memory.core": "reconcile_tool's live-key prefixes; core.py is being split: they move to AgentTool after",
+    "ctxd.memory.items": "reparse_legacy: rows an earlier Claude importer flattened (a store migration)",
+}
+
+
+def tool_name_literals():
+    """String literals naming an AI tool in modules outside ctxd/agents/ and TOOL_NAMES_ALLOWED
+    (docstrings and f-string pieces are no whole string literals)."""
+    found = []
+    for name in SOURCES:
+        if _within(name, ("ctxd.agents",)) or name in TOOL_NAMES_ALLOWED:
+            continue
+        for node in ast.walk(TREES[name]):
+            if isinstance(node, ast.Constant) and node.value in TOOL_NAMES:
+                found.append((str(SOURCES[name]), node.lineno, f"{where(name, node)}: {node.value!r}"))
+    return [f for _path, _line, f in sorted(found)]
+
+
+def test_ai_tool_names_appear_only_in_their_modules():
+    found = tool_name_literals()
+    assert not found, ("an AI tool's name outside ctxd/agents/ (move what the code knows of the tool into "
+                       "its module there, behind AgentTool; or ask the registry):\n  " + "\n  ".join(found))
+
+
 # -- the checks themselves, on source they must reject ------------------------------------------
 
 @pytest.fixture
@@ -414,6 +444,13 @@ def test_the_layer_checks_catch_lazy_imports(fake_module):
     assert len(memory) == 2 and any("ctxd.integrations.agent_hooks" in f for f in memory)
     assert [f.split(": ", 1)[1] for f in agent_imports() if "zz_fake" in f] == [
         "ctxd.agents.zz_fake imports ctxd.memory.core"]
+
+
+def test_the_tool_name_check_catches_a_branch_on_a_tool(fake_module):
+    fake_module("ctxd.integrations.zz_fake", '"""A docstring may say claude."""\n'
+                                             'def f(tool):\n    return tool == "gemini" or f"{tool}-claude"\n')
+    fake_module("ctxd.agents.zz_fake", 'NAME = "codex"\n')
+    assert [f for f in tool_name_literals() if "zz_fake" in f] == ["ctxd/integrations/zz_fake.py:3: 'gemini'"]
 
 
 def test_a_lazy_cycle_is_reported_with_its_path(fake_module):
