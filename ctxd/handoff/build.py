@@ -607,10 +607,8 @@ def _is_teach_prompt(m):
     if m.source == "teach":
         return True
     if m.role in ("user", "system") and m.content.lstrip()[:24].startswith("# "):
-        try:
-            from ctxd.handoff.teach import is_teach_prompt
-        except ImportError:
-            return False
+        from ctxd.memory.items import is_teach_prompt
+
         return is_teach_prompt(m.role, m.content, m.source)
     return False
 

@@ -33,6 +33,7 @@ the question texts.
 import re
 
 from ctxd.handoff import knowledge as knowledge_mod
+from ctxd.memory.items import is_teach_prompt
 
 WEAK = knowledge_mod.WEAK
 ZH_SHARE = 0.4
@@ -443,18 +444,6 @@ def build_prompt(archive, topic=None, focus=None, user_input=None, knowledge=Non
 _QLINE = re.compile(r"^\s*-\s*\[Q(\d+)\]\s+(.+?)\s*$", re.M)
 _QTAG = re.compile(r"\[Q(\d+)\]")
 _DONE = re.compile(r"^\s*\[done:\s*(.+?)\s*\]\s*$", re.M | re.I)
-
-
-_PROMPT_HEAD = re.compile(r"^\s*# (?:Teaching session: |教学会话：)")
-
-
-def is_teach_prompt(role, content, source=None):
-    """A teach prompt: the system message ``ctxd teach`` records (source ``teach``), or
-    the same prompt as it reached the AI tool (a user message starting with its title,
-    as hooks and importers record ``ctxd teach | claude``)."""
-    if role == "system" and source == "teach":
-        return True
-    return role in ("user", "system") and bool(_PROMPT_HEAD.match(content or ""))
 
 
 def session_outcome(messages):

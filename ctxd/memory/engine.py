@@ -154,7 +154,7 @@ def _is_generated(row):
     if row["source"] == "teach":
         return True
     if row["role"] in ("user", "system") and row["content"].lstrip()[:24].startswith("# "):
-        from ctxd.handoff.teach import is_teach_prompt  # the same prompt, pasted into an AI CLI
+        from ctxd.memory.items import is_teach_prompt  # the same prompt, pasted into an AI CLI
 
         return is_teach_prompt(row["role"], row["content"], row["source"])
     return False

@@ -297,6 +297,20 @@ def classify_user_text(text, source=None):
     return "prompt", None
 
 
+# The first line of a `ctxd teach` prompt (ctxd.handoff.teach writes it), in either language.
+TEACH_PROMPT_HEAD = r"# (?:Teaching session: |教学会话：)"
+_TEACH_PROMPT = re.compile(r"^\s*" + TEACH_PROMPT_HEAD)
+
+
+def is_teach_prompt(role, content, source=None):
+    """A teach prompt: the system message ``ctxd teach`` records (source ``teach``), or
+    the same prompt as it reached the AI tool (a user message starting with its title,
+    as hooks and importers record ``ctxd teach | claude``)."""
+    if role == "system" and source == "teach":
+        return True
+    return role in ("user", "system") and bool(_TEACH_PROMPT.match(content or ""))
+
+
 # What ctxd itself prints for an AI tool, by its first line: the teach prompt, a handoff as
 # markdown or JSON, the SessionStart / context.md text, a per-prompt recall, its AGENTS.md block.
 _GENERATED = None
@@ -310,7 +324,7 @@ def generated_by_ctxd(text):
         return False
     if _GENERATED is None:
         _GENERATED = re.compile(
-            r"\A\s*(?:# (?:Teaching session: |教学会话：)"
+            r"\A\s*(?:" + TEACH_PROMPT_HEAD +
             r"|# Handoff: [^\n]*\n\n[^\n]*session `"
             r"|# Conversation context:"
             r"|Relevant earlier turns of this project \(ctxd recall"
