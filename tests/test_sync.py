@@ -17,6 +17,7 @@ import zlib
 
 import pytest
 
+from ctxd.handoff.core import ProjectHandoffs
 from ctxd.memory.core import ProjectMemory
 from ctxd.memory import sync as sync_mod
 
@@ -545,7 +546,7 @@ def test_tasks_facts_and_handoffs_travel(world):
         mem.task_note("schema v4 done")
         mem.task_done()
         try:
-            mem.handoff(session="s1")
+            ProjectHandoffs(mem).handoff(session="s1")
         except Exception as e:  # noqa: BLE001 - the handoff builder is not what this test is about
             pytest.fail(f"handoff: {e}")
     a.push()

@@ -48,10 +48,11 @@ def handoff(ctx, session, out, fmt):
         return
     from ctxd.handoff import archive as A
     from ctxd.handoff import render
+    from ctxd.handoff.core import ProjectHandoffs
     from ctxd.memory.core import ProjectMemory
 
     with ProjectMemory.at() as mem:
-        hid, path, archive = mem.handoff(session=session)
+        hid, path, archive = ProjectHandoffs(mem).handoff(session=session)
     shown = path
     if fmt == "markdown":
         md = render.to_markdown(archive)

@@ -1,7 +1,6 @@
 """ctxd teach and ctxd review: a tutor prompt from a handoff archive; what is due for review."""
 
 import json
-import os
 import sys
 import time
 
@@ -31,6 +30,7 @@ def teach(topic, user_input, from_, focus):
     standard input (`ctxd teach - ` alone also does). The prompt is printed, not
     recorded: nothing is added to the project's conversation.
     """
+    from ctxd.handoff.core import ProjectHandoffs
     from ctxd.memory.core import ProjectMemory
 
     if topic == "-" and user_input is None:
@@ -41,9 +41,9 @@ def teach(topic, user_input, from_, focus):
         topic = None
     hint = "; a message alone goes second: ctxd teach '' MESSAGE" if topic and user_input is None else ""
     with ProjectMemory.at() as mem:
-        hid, a = mem.find_archive(from_, topic, hint)
-        prompt = mem.teach_prompt(hid, a, topic=topic, focus=focus, user_input=user_input,
-                                  session=os.environ.get("CTXD_SESSION"))
+        handoffs = ProjectHandoffs(mem)
+        hid, a = handoffs.find_archive(from_, topic, hint)
+        prompt = handoffs.teach_prompt(hid, a, topic=topic, focus=focus, user_input=user_input)
     click.echo(prompt, nl=False)
 
 
@@ -83,6 +83,12 @@ def _memory():
     return ProjectMemory.at()
 
 
+def _handoffs(mem):
+    from ctxd.handoff.core import ProjectHandoffs
+
+    return ProjectHandoffs(mem)
+
+
 _WHY = {"fsrs": "FSRS review due since {since}", "stale": "untouched for {days} days",
         "new": "never practised"}
 
@@ -100,7 +106,7 @@ def review(ctx, json_, at):
         return
     now = _when(at)
     with _memory() as mem:
-        items = [_item(r, now) for r in mem.review_due(now)]
+        items = [_item(r, now) for r in _handoffs(mem).review_due(now)]
     if json_:
         click.echo(json.dumps({"schema_version": 1, "now": _iso(now), "due": items}, ensure_ascii=False,
                               indent=1))
@@ -139,7 +145,7 @@ def _pad(s, width):
 def practice(concept, score, error):
     """Record one practice of CONCEPT: mastery moves (EMA, alpha 0.3), FSRS schedules the next review."""
     with _memory() as mem:
-        before, rec = mem.practice(concept, score, error=error)
+        before, rec = _handoffs(mem).practice(concept, score, error=error)
     was = "new" if before is None or before["mastery"] is None else f"{before['mastery']:.2f}"
     click.echo(f"ctxd: {rec['name']}: mastery {was} -> {rec['mastery']:.2f}, errors {rec['errors']}, "
                f"next review {_iso(rec['due'])}")
@@ -151,7 +157,7 @@ def practice(concept, score, error):
 def prereq(concept, prerequisites):
     """Set CONCEPT's prerequisites (replacing them; none clears them)."""
     with _memory() as mem:
-        rec, weak = mem.set_prerequisites(concept, prerequisites)
+        rec, weak = _handoffs(mem).set_prerequisites(concept, prerequisites)
     pre = ", ".join(rec["prerequisites"]) or "none"
     tail = ("; weak: " + ", ".join(n for n, _m in weak)) if weak else ""
     click.echo(f"ctxd: {rec['name']} needs {pre}{tail}")

@@ -1,6 +1,8 @@
 """Handoff archives: where a learner is, packed so the next session continues from there.
 
-``ctxd.handoff.archive`` is the schema, migrations and storage (the API other
-commands read archives through); ``ctxd.handoff.build`` makes an archive from
-a project's conversation store; ``ctxd.handoff.render`` prints one as markdown.
+``ctxd.handoff.core.ProjectHandoffs`` is what the surfaces call (handoff, teach prompt,
+review, practice) over a ``ProjectMemory``; ``ctxd.handoff.archive`` is the schema,
+migrations and storage (the API other commands read archives through);
+``ctxd.handoff.build`` makes an archive from a project's conversation store;
+``ctxd.handoff.render`` prints one as markdown. The memory core never imports this package.
 """

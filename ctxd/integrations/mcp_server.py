@@ -142,8 +142,10 @@ def record_fact(project, kind, text):
 
 
 def make_handoff(project):
+    from ctxd.handoff.core import ProjectHandoffs
+
     with _memory(project) as mem:
-        hid, path, a = mem.handoff()
+        hid, path, a = ProjectHandoffs(mem).handoff()
     return f"{path}\n" + handoff_summary(hid, a)
 
 
@@ -180,6 +182,7 @@ def latest_handoff(project):
 
 def teach_prompt(project, topic=None, focus=None):
     from ctxd.handoff import archive as A
+    from ctxd.handoff.core import ProjectHandoffs
 
     got = A.latest(project.context_dir)
     if got is None:
@@ -187,7 +190,7 @@ def teach_prompt(project, topic=None, focus=None):
                             "`ctxd handoff`)")
     hid, _path, a = got
     with _memory(project) as mem:  # as `ctxd teach`, but nothing recorded and no store created
-        return mem.teach_prompt(hid, a, topic=topic, focus=focus, record=False)
+        return ProjectHandoffs(mem).teach_prompt(hid, a, topic=topic, focus=focus, record=False)
 
 
 # -- the MCP server -------------------------------------------------------------------------
