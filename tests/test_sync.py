@@ -17,6 +17,7 @@ import zlib
 
 import pytest
 
+from ctxd.handoff import archive
 from ctxd.handoff.core import ProjectHandoffs
 from ctxd.memory.core import ProjectMemory
 from ctxd.memory import sync as sync_mod
@@ -69,7 +70,7 @@ class Clone:
 
     def op(self, name, *args):
         with self.memory() as mem:
-            s = mem.sync(self.env, report=self.reports.append)
+            s = mem.sync(self.env, report=self.reports.append, save_handoff=archive.save)
             return getattr(s, name)(*args)
 
     reports = None

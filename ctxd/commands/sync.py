@@ -15,10 +15,11 @@ def _echo(line, err=False):
 
 
 def _sync():
+    from ctxd.handoff import archive
     from ctxd.memory.core import ProjectMemory
 
     mem = ProjectMemory.at()
-    return mem, mem.sync(report=lambda line: _echo(f"ctxd: {line}", err=True))
+    return mem, mem.sync(report=lambda line: _echo(f"ctxd: {line}", err=True), save_handoff=archive.save)
 
 
 def _ago(ts):

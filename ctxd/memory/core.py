@@ -283,12 +283,13 @@ class ProjectMemory:
         return n
 
     # -- sharing through git (ctxd.memory.sync) -------------------------------------
-    def sync(self, environ=None, report=None):
+    def sync(self, environ=None, report=None, save_handoff=None):
         """The project's ctxd.memory.sync.Sync (push, pull, status over its git remotes);
-        *report* receives one line per problem found on the ref."""
+        *report* receives one line per problem found on the ref; *save_handoff* stores a
+        handoff archive received (ctxd.handoff.archive.save; a pull needs it)."""
         from ctxd.memory import sync
 
-        return sync.Sync(self, environ, report=report, fact_priority=FACT_PRIORITY)
+        return sync.Sync(self, environ, report=report, fact_priority=FACT_PRIORITY, save_handoff=save_handoff)
 
     def set_private(self, session, private=True):
         """Keep *session* out of every sync segment (or share it again, what it holds included):

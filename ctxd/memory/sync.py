@@ -407,8 +407,11 @@ def author_dir(email, machine_id):
 class Sync:
     """ctxd sync for one project's memory (a ctxd.memory.core.ProjectMemory)."""
 
-    def __init__(self, mem, environ=None, *, report=None, fact_priority=5.0):
+    def __init__(self, mem, environ=None, *, report=None, fact_priority=5.0, save_handoff=None):
+        """*save_handoff(context_dir, archive)* stores a handoff archive received and returns its
+        path (ctxd.handoff.archive.save; the memory knows no archive format): a pull needs it."""
         self.mem = mem
+        self.save_handoff = save_handoff
         self.fact_priority = fact_priority  # facts at least this high were recorded on purpose: they travel
         self.report = report or (lambda line: None)  # one line per problem found on the ref
         self.environ = environ
@@ -805,8 +808,6 @@ class Sync:
                 self.store.record_blob(oid, path, f"skipped: {why}")
 
     def _import_handoff(self, it):
-        from ctxd.handoff import archive as archive_mod
-
         key = "hr:" + _sha(json.dumps(it["archive"], sort_keys=True, ensure_ascii=False))
         if key in self.store.sent_digests():  # received before
             return 0
@@ -816,7 +817,7 @@ class Sync:
             arch.pop("version", None)
             arch["imported_from"] = {"id": orig, "path": f"git:{REF}", "at": time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                                                           time.gmtime())}
-            dest = archive_mod.save(self.mem.context_dir, arch)
+            dest = self.save_handoff(self.mem.context_dir, arch)
         except (CtxdError, ValueError, TypeError, KeyError) as e:
             self.report(f"skipped handoff {it['file']} on {REF}: {getattr(e, 'message', e)}")
             return 0
@@ -833,6 +834,8 @@ class Sync:
         return locked(os.path.join(self.mem.context_dir, ".sync.lock"))
 
     def pull(self, remote=None):
+        if self.save_handoff is None:  # a segment's handoffs would be marked imported and lost
+            raise TypeError("Sync.pull needs save_handoff")
         self.require()
         remote = remote or self.remote()
         with self._locked():
