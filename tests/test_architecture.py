@@ -4,7 +4,8 @@
 - no module uses a private name (``_x``) of another module;
 - no command module imports another command module (``ctxd.cli`` registers them);
 - no SQL outside the store modules (``ctxd/memory/store*.py``);
-- ``ctxd/memory/`` imports no adapter (``ctxd/integrations/``, ``ctxd/commands/``, ``ctxd.cli``);
+- ``ctxd/memory/`` imports no adapter (``ctxd/integrations/``, ``ctxd/commands/``, ``ctxd.cli``)
+  and nothing built on it (``ctxd/handoff/``);
 - ``ctxd/agents/`` (one module per AI tool) imports of ctxd only its own package and what its
   parser and hook handlers need (``AGENTS_MAY_IMPORT``);
 - an AI tool's name ("claude", "codex", ...) is written only in ``ctxd/agents/``: what ctxd knows of
@@ -318,29 +319,32 @@ def test_no_sql_outside_the_store_modules():
 
 
 ADAPTERS = ("ctxd.integrations", "ctxd.commands", "ctxd.cli")
+# built on the memory core: it calls the core, the core never calls it
+ABOVE_MEMORY = ADAPTERS + ("ctxd.handoff",)
 
 
 def _within(target, packages):
     return any(target == p or target.startswith(p + ".") for p in packages)
 
 
-def memory_adapter_imports():
-    """Imports (module level or in a function) of an adapter by a memory module."""
+def memory_upward_imports():
+    """Imports (module level or in a function) by a memory module of what is built on it: an
+    adapter or the handoff package (ABOVE_MEMORY)."""
     found = []
     for name in SOURCES:
         if not _within(name, ("ctxd.memory",)):
             continue
         for target, node, _alias in imports(name):
-            if _within(target, ADAPTERS):
+            if _within(target, ABOVE_MEMORY):
                 found.append(f"{where(name, node)}: {name} imports {target}")
     return found
 
 
-def test_memory_imports_no_adapter():
-    found = memory_adapter_imports()
-    assert not found, ("the memory core importing adapters (integrations, commands, cli), lazy imports "
-                       "included: move the code the core needs below it (ctxd/agents/, ctxd/memory/):\n  "
-                       + "\n  ".join(found))
+def test_memory_imports_nothing_built_on_it():
+    found = memory_upward_imports()
+    assert not found, ("the memory core importing what is built on it (integrations, commands, cli, handoff), "
+                       "lazy imports included: move the code the core needs below it (ctxd/agents/, "
+                       "ctxd/memory/) or have the caller pass it in:\n  " + "\n  ".join(found))
 
 
 # What a tool module may import of ctxd besides ctxd.agents itself: what its parser and hook handlers need.
@@ -436,12 +440,17 @@ def test_the_checks_catch_what_they_forbid(fake_module):
 
 def test_the_layer_checks_catch_lazy_imports(fake_module):
     fake_module("ctxd.memory.zz_fake", "def f():\n    from ctxd.integrations import agent_hooks\n"
-                                       "def g():\n    import ctxd.commands.chat\n")
+                                       "def g():\n    import ctxd.commands.chat\n"
+                                       "def h():\n    from ctxd.handoff.teach import build_prompt\n")
+    fake_module("ctxd.memory.zz_fake2", "from ctxd.handoff import archive\n")
     fake_module("ctxd.agents.zz_fake", "from ctxd.memory import items\n"
                                        "def f():\n    from ctxd.memory.core import ProjectMemory\n"
                                        "def g():\n    from ctxd.agents.base import Malformed\n")
-    memory = [f for f in memory_adapter_imports() if "zz_fake" in f]
-    assert len(memory) == 2 and any("ctxd.integrations.agent_hooks" in f for f in memory)
+    memory = [f.split(": ", 1)[1] for f in memory_upward_imports() if "zz_fake" in f]
+    assert sorted(memory) == ["ctxd.memory.zz_fake imports ctxd.commands.chat",
+                              "ctxd.memory.zz_fake imports ctxd.handoff.teach",
+                              "ctxd.memory.zz_fake imports ctxd.integrations.agent_hooks",
+                              "ctxd.memory.zz_fake2 imports ctxd.handoff.archive"]
     assert [f.split(": ", 1)[1] for f in agent_imports() if "zz_fake" in f] == [
         "ctxd.agents.zz_fake imports ctxd.memory.core"]
 
