@@ -397,9 +397,12 @@ def build_store(context_dir, root, count, seed, template=None, real_facts=REAL_F
     from ctxd.memory.store import Store
 
     try:
-        from ctxd.memory import engine
-    except ImportError:  # a ctxd without the context engine
-        engine = None
+        from ctxd.memory import fact_merge
+    except ImportError:  # a ctxd before facts had their own module (or had none)
+        try:
+            from ctxd.memory import engine as fact_merge
+        except ImportError:
+            fact_merge = None
     text = Text(random.Random(seed))
     t0 = time.time() - count * 20 - 3600
     info = {"chars": 0}
@@ -414,7 +417,7 @@ def build_store(context_dir, root, count, seed, template=None, real_facts=REAL_F
                 batch = []
         store.add_many(batch, redact=False)
         info["add_s"] = time.perf_counter() - start
-        if engine is not None:
+        if fact_merge is not None:
             start = time.perf_counter()
             upto = 0
             if template is not None and count > real_facts:
@@ -422,7 +425,7 @@ def build_store(context_dir, root, count, seed, template=None, real_facts=REAL_F
                 info["copied"] = copy_facts(store, template, upto, 1000, t0)
             info["copy_s"] = time.perf_counter() - start
             start = time.perf_counter()
-            info["read"] = engine.refresh_facts(store)
+            info["read"] = fact_merge.refresh_facts(store)
             info["facts_s"] = time.perf_counter() - start
             info["facts"], info["superseded"] = store.db.execute(
                 "SELECT count(*), count(superseded_by) FROM facts").fetchone()

@@ -74,7 +74,7 @@ def run_context(budget=None, model=None, mode="auto", fmt="markdown", query=None
     """Print ``ctxd context``'s answer (the decision on stderr with *explain*)."""
     import os
 
-    from ctxd.memory import engine
+    from ctxd.memory import render_formats
     from ctxd.memory.core import ProjectMemory
 
     with ProjectMemory.at() as mem:
@@ -84,13 +84,13 @@ def run_context(budget=None, model=None, mode="auto", fmt="markdown", query=None
     if fmt == "json":
         import json
 
-        _out(json.dumps(engine.to_messages(ctx), ensure_ascii=False, indent=2) + "\n")
+        _out(json.dumps(render_formats.to_messages(ctx), ensure_ascii=False, indent=2) + "\n")
     elif fmt == "text":
-        _out(engine.to_text(ctx))
+        _out(render_formats.to_text(ctx))
     else:
-        _out(engine.to_markdown(ctx, f"Conversation context: {os.path.basename(mem.root)}"))
+        _out(render_formats.to_markdown(ctx, f"Conversation context: {os.path.basename(mem.root)}"))
     if explain:
-        sys.stderr.write(f"budget from {ctx.budget_source}\n" + engine.explain(ctx) + (f"\n{note}" if note else "")
+        sys.stderr.write(f"budget from {ctx.budget_source}\n" + render_formats.explain(ctx) + (f"\n{note}" if note else "")
                          + "\n")
 
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from ctxd.memory import engine, facts
+from ctxd.memory import engine, fact_merge, facts, render_formats
 from ctxd.memory.store import Store
 from ctxd.memory.tokens import estimate
 
@@ -56,7 +56,7 @@ def test_correction_supersedes_and_context_shows_current(store):
     for i in range(40):
         fill(store, [("user", f"filler question number {i} about naming things"), ("assistant", "filler answer " * 30)])
     ctx = engine.assemble(store, budget=600, mode="hybrid")
-    text = engine.to_text(ctx)
+    text = render_formats.to_text(ctx)
     assert "2026-04-01" in text
     for line in text.splitlines():
         if "2026-03-15" in line:
@@ -66,16 +66,16 @@ def test_correction_supersedes_and_context_shows_current(store):
 
 def test_duplicates_are_kept_once(store):
     fill(store, [("user", "Never deploy on Fridays."), ("user", "never deploy on fridays!")])
-    engine.refresh_facts(store)
+    fact_merge.refresh_facts(store)
     assert store.db.execute("SELECT count(*) FROM facts").fetchone()[0] == 1
 
 
 def test_refresh_is_incremental(store):
     fill(store, [("user", "Budget at most 100 USD.")] * 3)
-    assert engine.refresh_facts(store) == 3
-    assert engine.refresh_facts(store) == 0
+    assert fact_merge.refresh_facts(store) == 3
+    assert fact_merge.refresh_facts(store) == 0
     store.add("user", "Use port 8443.")
-    assert engine.refresh_facts(store) == 1
+    assert fact_merge.refresh_facts(store) == 1
 
 
 @pytest.mark.parametrize("budget", [200, 500, 1000, 4000])
@@ -86,7 +86,7 @@ def test_budget_is_respected_and_last_two_kept(store, budget):
     ctx = engine.assemble(store, budget=budget, mode="hybrid")
     assert len(ctx.recent) >= 2 and ctx.recent[-1].content.startswith("An answer")
     if budget >= 500:
-        assert estimate(engine.to_text(ctx)) <= budget * 1.1
+        assert estimate(render_formats.to_text(ctx)) <= budget * 1.1
 
 
 def test_modes(store):
@@ -122,7 +122,7 @@ def test_auto_mode_hysteresis_and_decision_log(store, tmp_path):
 
 def test_json_format_is_openai_messages(store):
     fill(store, [("user", "Budget at most 5 USD."), ("assistant", "ok"), ("tool", "output")])
-    msgs = engine.to_messages(engine.assemble(store, budget=2000, mode="hybrid"))
+    msgs = render_formats.to_messages(engine.assemble(store, budget=2000, mode="hybrid"))
     assert msgs[0]["role"] == "system" and all(m["role"] in ("system", "user", "assistant") for m in msgs)
 
 
@@ -131,7 +131,7 @@ def test_query_pulls_older_turns(store):
     for i in range(200):
         fill(store, [("user", f"unrelated chatter {i} " + "z " * 30)])
     ctx = engine.assemble(store, budget=800, mode="hybrid", query="BLUEFALCON")
-    assert "BLUEFALCON" in engine.to_text(ctx)
+    assert "BLUEFALCON" in render_formats.to_text(ctx)
 
 
 def test_system_block_compact_when_large(store):
@@ -212,7 +212,7 @@ def test_markdown_is_a_session_memory(store):
         items.user_record("The tests are done now and merged in PR-12.", dedup=k(), **c),
         items.user_record("Can we drop the CSV export?", dedup=k(), **c),
     ])
-    md = engine.to_markdown(engine.assemble(store, budget=2000, mode="hybrid", root="/w/proj"))
+    md = render_formats.to_markdown(engine.assemble(store, budget=2000, mode="hybrid", root="/w/proj"))
     for section in ("Initial request", "Key technical points", "Files touched", "Errors and fixes", "Problem solving",
                     "User messages", "Pending tasks", "Current work", "Next step"):
         assert f"**{section}**" in md, section
@@ -236,7 +236,7 @@ def test_correction_names_the_value_it_replaces_and_keeps_other_details(store):
     fill(store, [("user", "The API has returned 502s since about 14:05 UTC on Django 4.2.11."),
                  ("user", "The alert channel fired at 14:30 UTC again."),
                  ("user", "Correction: the first 502s were at 13:52 UTC, not 14:05 UTC.")])
-    engine.refresh_facts(store)
+    fact_merge.refresh_facts(store)
     rows = {r["id"]: r for r in store.db.execute("SELECT * FROM facts")}
     first = rows[1]
     assert first["superseded_by"] is None  # it still carries Django 4.2.11
@@ -247,7 +247,7 @@ def test_correction_names_the_value_it_replaces_and_keeps_other_details(store):
 def test_restating_a_value_is_not_a_correction(store):
     fill(store, [("user", "Update: the defense moves to 2026-06-16."),
                  ("assistant", "Noted, the defense was moved to 2026-06-16.")])
-    engine.refresh_facts(store)
+    fact_merge.refresh_facts(store)
     assert store.db.execute("SELECT count(*) FROM facts WHERE superseded_by IS NOT NULL").fetchone()[0] == 0
 
 
@@ -255,16 +255,16 @@ def test_teach_prompts_are_not_facts(store):
     store.add("system", "# Teaching session: TCP\nDo not skip the handshake. Budget at most 5 USD.", source="teach")
     store.add("user", "# Teaching session: TCP\nNever use UDP here, at most 3 paragraphs.")
     store.add("user", "Do not use MongoDB.")
-    engine.refresh_facts(store)
+    fact_merge.refresh_facts(store)
     assert [r["text"] for r in store.db.execute("SELECT text FROM facts")] == ["Do not use MongoDB."]
 
 
 def test_refresh_limit_leaves_a_backlog_for_later(store):
     fill(store, [("user", f"Budget item {i} is at most {i} USD.") for i in range(50)])
-    assert engine.backlog(store) == 50
-    assert engine.refresh_facts(store, batch=10, limit=20) == 20
-    assert engine.backlog(store) == 30
-    assert engine.refresh_facts(store) == 30 and engine.backlog(store) == 0
+    assert fact_merge.backlog(store) == 50
+    assert fact_merge.refresh_facts(store, batch=10, limit=20) == 20
+    assert fact_merge.backlog(store) == 30
+    assert fact_merge.refresh_facts(store) == 30 and fact_merge.backlog(store) == 0
 
 
 def test_old_summary_cache_files_are_pruned(store, tmp_path):

@@ -205,8 +205,9 @@ def test_the_prompt_hook_imports_no_context_engine(project):
             f"sys.stdin = io.TextIOWrapper(io.BytesIO({prompt_payload('claude', project).encode()!r}))\n"
             "from ctxd import _entry\n"
             "try:\n    _entry.main()\nexcept SystemExit:\n    pass\n"
-            "print(sorted(m for m in ('ctxd.memory.engine', 'ctxd.memory.facts', 'ctxd.memory.session',"
-            " 'ctxd.memory.summarizer', 'subprocess', 'click') if m in sys.modules))")
+            "print(sorted(m for m in ('ctxd.memory.engine', 'ctxd.memory.fact_merge', 'ctxd.memory.modes',"
+            " 'ctxd.memory.summary_cache', 'ctxd.memory.render_formats', 'ctxd.memory.facts',"
+            " 'ctxd.memory.session', 'ctxd.memory.summarizer', 'subprocess', 'click') if m in sys.modules))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.stdout.strip().splitlines()[-1] == "[]", r.stdout + r.stderr
     from ctxd.memory.core import ProjectMemory

@@ -3,7 +3,7 @@ the assistant thinking aloud is never a fact (issue 23). Real store, the real fa
 
 import pytest
 
-from ctxd.memory import engine, facts, items
+from ctxd.memory import fact_merge, facts, items
 from ctxd.memory.store import Store
 
 
@@ -15,8 +15,8 @@ def store(tmp_path):
 
 
 def _facts(store):
-    engine.refresh_facts(store)
-    return {r["text"]: r for r in engine.live_facts(store, 400, answered=False)}
+    fact_merge.refresh_facts(store)
+    return {r["text"]: r for r in fact_merge.live_facts(store, 400, answered=False)}
 
 
 def _talk(store, turns):
@@ -46,9 +46,9 @@ def test_a_question_declared_open_stays_after_a_reply(store, text):
                                   "为什么 TCP 需要三次握手"])
 def test_a_question_only_asked_is_answered_by_the_reply(store, text):
     _talk(store, [("prompt", text), ("reply", "No: it fits one node.")])
-    engine.refresh_facts(store)
+    fact_merge.refresh_facts(store)
     assert facts.extract(1, 0, "user", text)[0][0] == "question" and not facts.declared_open(text)
-    assert text not in {r["text"] for r in engine.live_facts(store, 400, answered=False)}
+    assert text not in {r["text"] for r in fact_merge.live_facts(store, 400, answered=False)}
 
 
 @pytest.mark.parametrize("text", ["I've mastered reading kubectl describe events.",

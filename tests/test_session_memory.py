@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from ctxd.memory import importing as im
-from ctxd.memory import engine, facts, items, render, session, tokens
+from ctxd.memory import engine, fact_merge, facts, items, render, render_formats, session, summary_cache, tokens
 from ctxd.memory.store import Store
 
 REAL = os.path.join(os.path.dirname(__file__), "contracts", "real")
@@ -119,7 +119,7 @@ def test_a_failed_call_is_an_error_until_it_succeeds(store):
 def test_no_surface_shows_tool_plumbing(store, rel, tmp_path):
     imported(store, rel)
     ctx = engine.assemble(store, budget=4000)
-    surfaces = {"markdown": engine.to_markdown(ctx), "text": engine.to_text(ctx),
+    surfaces = {"markdown": render_formats.to_markdown(ctx), "text": render_formats.to_text(ctx),
                 "context.md": render.render(store, str(tmp_path))}
     for name, text in surfaces.items():
         bad = [l for l in text.splitlines() if NOISE.search(l)]
@@ -191,7 +191,7 @@ def test_fit_with_the_fallback_count_keeps_the_cap(store):
     for budget in (400, 1500):
         ctx = engine.assemble(store, budget=budget)
         ctx.exact = False
-        text = engine.to_markdown(ctx)
+        text = render_formats.to_markdown(ctx)
         assert tokens.ceiling(text, exact=False) <= budget
         if tokens.exact_available():
             assert tokens.count(text) <= budget
@@ -204,15 +204,15 @@ def test_greetings_and_filler_are_never_facts(store):
                        ("user", "Can't wait."), ("user", "Thanks!"), ("user", "Sounds good, see you soon!"),
                        ("user", "Do not deploy on Fridays.")]:
         store.add(role, text)
-    engine.refresh_facts(store)
-    assert [r["text"] for r in engine.live_facts(store)] == ["Do not deploy on Fridays."]
+    fact_merge.refresh_facts(store)
+    assert [r["text"] for r in fact_merge.live_facts(store)] == ["Do not deploy on Fridays."]
     assert facts.is_filler("How have you been?") and not facts.is_filler("Should we add an index?")
 
 
 def test_facts_never_come_from_tool_calls_results_or_meta(store):
     imported(store, "claude/tool_heavy.jsonl", "claude/subagent.jsonl", "claude/daaain/edge_cases.jsonl")
-    engine.refresh_facts(store)
-    rows = engine.live_facts(store, 4000)
+    fact_merge.refresh_facts(store)
+    rows = fact_merge.live_facts(store, 4000)
     assert rows  # the prompts and replies have facts
     kinds = {store.kind_of(r["msg_id"]) for r in rows if r["kinds"] != "pointer"}
     assert kinds <= {"prompt", "reply", "summary"}, kinds
@@ -229,8 +229,8 @@ def test_a_question_is_a_fact_while_it_is_open(store):
     questions = [r for r in ctx.facts if r["tag"] == "question"]
     assert [r["text"] for r in questions] == ["Which region do we deploy to first?"]
     assert questions[0]["msg_id"] == 3 and questions[0]["ts"] > 0  # provenance kept
-    assert "Open question: Which region do we deploy to first?" in engine.to_markdown(ctx)
-    assert "Open question: Should we shard" not in engine.to_markdown(ctx)
+    assert "Open question: Which region do we deploy to first?" in render_formats.to_markdown(ctx)
+    assert "Open question: Should we shard" not in render_formats.to_markdown(ctx)
 
 
 # -- parsing outputs and commands ------------------------------------------------------------------
@@ -320,7 +320,7 @@ class Claude:
 
 
 def memory_md(store, budget=4000):
-    md = engine.to_markdown(engine.assemble(store, budget=budget, mode="hybrid", root="/w/proj"))
+    md = render_formats.to_markdown(engine.assemble(store, budget=budget, mode="hybrid", root="/w/proj"))
     return md.split("## Recent turns")[0]
 
 
@@ -528,7 +528,7 @@ def test_small_budgets_keep_commits_over_old_command_results(store, tmp_path):
     assert len(commits) == 6 and commits[0].endswith("Release step 5: tidy module 5")  # newest first
     for budget in (300, 700):
         ctx = engine.assemble(store, budget=budget, root="/w/proj")
-        out = engine.to_markdown(ctx)
+        out = render_formats.to_markdown(ctx)
         assert tokens.ceiling(out) <= budget
         if "**Problem solving**" in out:
             first = section(out, "Problem solving")[0]
@@ -584,6 +584,6 @@ def test_a_configured_summarizer_is_held_to_the_same_rules(store):
     llm = {"upto": 20, "text": "- The loader caches parsed files in `.cache/`.\n- Let me summarise the rest:\n"
                                "<summary>\n[Tool output: 900 characters omitted; full output (1200 characters): "
                                "/h/.claude/outputs/a.txt]\n**Decided:** keep the cache off in CI."}
-    text = engine.summary_block(store, 20, 500, str(store.dir) + "/cache", llm=llm)
+    text = summary_cache.summary_block(store, 20, 500, str(store.dir) + "/cache", llm=llm)
     assert "- The loader caches parsed files in `.cache/`." in text and "Decided: keep the cache off in CI." in text
     assert "Let me" not in text and "omitted" not in text and "<summary>" not in text and "**" not in text

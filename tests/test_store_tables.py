@@ -1,6 +1,6 @@
 """The store's table mixins (facts, tasks, concepts) against a real SQLite store.
 
-The engine, tasks and knowledge modules run no SQL: these methods are all they
+The fact, tasks and knowledge modules run no SQL: these methods are all they
 have, so their contracts (order, limits, NULL handling, index use) are tested here.
 """
 
@@ -10,7 +10,7 @@ import pytest
 
 from ctxd.errors import CtxdError
 from ctxd.handoff import knowledge
-from ctxd.memory import engine, facts as facts_mod, tasks
+from ctxd.memory import fact_merge, facts as facts_mod, tasks
 from ctxd.memory.store import Store
 
 REAL = "/work/shared/data/real-transcripts"
@@ -99,12 +99,12 @@ def test_norm_lookups_cross_the_chunk_boundary_and_use_the_norm_index(store):
         for i in (0, 499, 500, 1202):
             store.supersede_fact(ids[i], ids[i] + 10_000)
         for i in (1, 501, 1000):
-            store.set_fact_text(ids[i], f"Statement {i} {engine.STALE_MARK}.")
+            store.set_fact_text(ids[i], f"Statement {i} {fact_merge.STALE_MARK}.")
         fact(store, 5000, "late", norm=norms[2])  # after the range: never counted
     seen = traced(store)
     assert store.superseded_norms(norms, 1203) == {norms[i] for i in (0, 499, 500, 1202)}
     assert store.superseded_norms(norms, 500) == {norms[i] for i in (0, 499)}
-    rows = store.live_facts_containing(norms, 1203, engine.STALE_MARK)
+    rows = store.live_facts_containing(norms, 1203, fact_merge.STALE_MARK)
     assert sorted(r["norm"] for r in rows) == [norms[i] for i in (1, 501, 1000)]
     assert store.superseded_norms([], 10) == set() and store.live_facts_containing([], 10, "x") == []
     store.db.set_trace_callback(None)
@@ -119,7 +119,7 @@ def test_refresh_is_atomic_per_batch(store, monkeypatch):
     for i in range(5):
         store.add("user", f"Use port {8000 + i} for service {i}.")
     calls = []
-    real = engine.merge_fact
+    real = fact_merge.merge_fact
 
     def failing(*args):
         calls.append(args)
@@ -127,14 +127,14 @@ def test_refresh_is_atomic_per_batch(store, monkeypatch):
             raise RuntimeError("killed halfway")
         return real(*args)
 
-    monkeypatch.setattr(engine, "merge_fact", failing)
+    monkeypatch.setattr(fact_merge, "merge_fact", failing)
     with pytest.raises(RuntimeError):
-        engine.refresh_facts(store)
+        fact_merge.refresh_facts(store)
     # nothing of the batch landed: neither its first facts nor the watermark
     assert store.facts_watermark() == 0 and not store.db.in_transaction
     assert store.live_facts(100) == [] and store.superseded_count() == 0
-    monkeypatch.setattr(engine, "merge_fact", real)
-    assert engine.refresh_facts(store, batch=2) == 5
+    monkeypatch.setattr(fact_merge, "merge_fact", real)
+    assert fact_merge.refresh_facts(store, batch=2) == 5
     # the newest port supersedes the older ones (one topic): 1 live, 4 superseded
     assert store.facts_watermark() == store.recent(1)[0].id
     assert (len(store.live_facts(100)), store.superseded_count()) == (1, 4)
@@ -151,13 +151,13 @@ def test_refresh_skips_a_batch_another_process_did(store, tmp_path):
         if rows and not raced:
             other = Store(str(tmp_path / "ctx"))
             try:
-                raced.append(engine._refresh_facts(other, 2000, None))
+                raced.append(fact_merge._refresh_facts(other, 2000, None))
             finally:
                 other.close()
         return rows
 
     store.fact_source_rows = racing
-    assert engine.refresh_facts(store) == 0 and raced == [4]
+    assert fact_merge.refresh_facts(store) == 0 and raced == [4]
     assert store.facts_watermark() == store.recent(1)[0].id
     n = len(store.live_facts(100)) + store.superseded_count()
     assert n == 4  # each statement once: the batch was not merged a second time
@@ -173,10 +173,10 @@ def test_real_transcript_facts_do_not_depend_on_the_batch_size(tmp_path):
         try:
             importing.import_file(s, path)
             assert s.count() > 3
-            assert engine.backlog(s) == s.count()
-            assert engine.refresh_facts(s, batch=batch) == s.count()
-            assert s.facts_watermark() == s.recent(1)[0].id and engine.backlog(s) == 0
-            results.append([(r["msg_id"], r["text"], r["superseded_by"] is None) for r in engine.live_facts(s, 4000)])
+            assert fact_merge.backlog(s) == s.count()
+            assert fact_merge.refresh_facts(s, batch=batch) == s.count()
+            assert s.facts_watermark() == s.recent(1)[0].id and fact_merge.backlog(s) == 0
+            results.append([(r["msg_id"], r["text"], r["superseded_by"] is None) for r in fact_merge.live_facts(s, 4000)])
         finally:
             s.close()
     assert results[0] and results[0] == results[1]
@@ -184,28 +184,28 @@ def test_real_transcript_facts_do_not_depend_on_the_batch_size(tmp_path):
 
 def test_keep_fact_and_merge_fact(store):
     mid = store.add("system", "Release notes go in CHANGES.md, never in the README.")
-    fid = engine.keep_fact(store, mid, "requirement", 5.0)
+    fid = fact_merge.keep_fact(store, mid, "requirement", 5.0)
     [row] = [r for r in store.live_facts(10) if r["id"] == fid]
     assert (row["msg_id"], row["tag"], row["priority"]) == (mid, "requirement", 5.0)
     # a statement extraction finds nothing in becomes one fact, whole
     mid2 = store.add("system", "ok so we ship it")
-    fid2 = engine.keep_fact(store, mid2, "todo", 5.0)
+    fid2 = fact_merge.keep_fact(store, mid2, "todo", 5.0)
     assert store.fact_text(fid2) == "ok so we ship it" and store.message_fact_ids(mid2) == [fid2]
     # the same text again is the same live fact, re-tagged, not a second one
     mid3 = store.add("system", "ok so we ship it")
-    assert engine.keep_fact(store, mid3, "requirement", 6.0) == fid2 and store.message_fact_ids(mid3) == []
+    assert fact_merge.keep_fact(store, mid3, "requirement", 6.0) == fid2 and store.message_fact_ids(mid3) == []
     # merge_fact: an exact repeat of a live fact is not stored again
     msg = {"id": mid3, "ts": 1.0, "role": "system"}
-    new = engine.merge_fact(store, msg, "constraint", "constraint", "Do not use MongoDB.",
+    new = fact_merge.merge_fact(store, msg, "constraint", "constraint", "Do not use MongoDB.",
                             facts_mod.normalize("Do not use MongoDB."), "", 5.0)
     assert store.message_fact_ids(mid3) == [new]
-    assert engine.merge_fact(store, msg, "constraint", "constraint", "Do not use MongoDB!",
+    assert fact_merge.merge_fact(store, msg, "constraint", "constraint", "Do not use MongoDB!",
                              facts_mod.normalize("Do not use MongoDB!"), "", 5.0) is None
 
 
 def test_terms_is_public():
-    assert engine.terms("The cutover moves to 2026-04-12 for payments") >= {"cutover", "moves", "payments"}
-    assert "the" not in engine.terms("the and for")
+    assert fact_merge.terms("The cutover moves to 2026-04-12 for payments") >= {"cutover", "moves", "payments"}
+    assert "the" not in fact_merge.terms("the and for")
 
 
 # -- tasks ----------------------------------------------------------------------------
@@ -298,9 +298,9 @@ def test_a_capped_refresh_does_not_queue_behind_another_refresher(store, tmp_pat
         stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
-        assert engine.refresh_facts(store, limit=2000) == 0  # skipped, not waited for
+        assert fact_merge.refresh_facts(store, limit=2000) == 0  # skipped, not waited for
         assert store.facts_watermark() == 0
     finally:
         holder.kill()
         holder.wait()
-    assert engine.refresh_facts(store, limit=2000) == 1  # the lock is free again: it reads
+    assert fact_merge.refresh_facts(store, limit=2000) == 1  # the lock is free again: it reads

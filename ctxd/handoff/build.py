@@ -1,7 +1,7 @@
 """Build a handoff archive from a project's conversation store.
 
 Everything is inferred offline and deterministically from the session's
-messages and the context engine's facts (``ctxd.memory.engine``):
+messages and the facts kept in the store (``ctxd.memory.fact_merge``):
 
 - **topic.title**: the gist of the session's first substantive user request
   ("I want to learn X" / "学习 X" gives "Learning X" / "学习 X"; otherwise its first
@@ -13,7 +13,7 @@ messages and the context engine's facts (``ctxd.memory.engine``):
 - **progress**: ``completed`` = progress facts (done, finished, 完成...) and the
   concepts whose questions were resolved; ``in_progress`` = the open
   ``ctxd task``, else the latest substantive learner request; ``next_up`` = next
-  steps and to-dos from the engine's session memory.
+  steps and to-dos from the facts arranged by what they say (``render_formats.facts_layout``).
 - **key_points**: the concepts the learner asked about, most asked first.
   ``understanding_level`` is the deepest kind of question asked about it
   (``definition``: "what is", "是什么", "什么是", "怎么回事"; ``mechanism``: "why",
@@ -42,7 +42,7 @@ messages and the context engine's facts (``ctxd.memory.engine``):
   versions mentioned in the facts (v1.2.3, jdk-17, Django 4.2.11), and the
   processes whose working directory is inside the project with their
   listening ports (psutil).
-- **facts**: the engine's facts of the session (current ones first by
+- **facts**: the facts kept of the session (current ones first by
   priority), verbatim, as many as the token budget allows: tokens of the
   session's messages / ``[handoff] compression_ratio`` (default 10), minus what
   the rest of the archive takes (at least MIN_TARGET tokens, so a short
@@ -544,7 +544,7 @@ def _question_pool(msgs, qfacts, previous, auto_pool):
 
 
 def _terms(text):
-    from ctxd.memory.engine import terms
+    from ctxd.memory.fact_merge import terms
 
     return terms(text)
 
@@ -654,11 +654,12 @@ def build(store, *, root=None, session=None, config_raw=None, previous=None, now
     """A handoff archive (a dict, current schema, not yet saved) for *session* (default:
     the most recent one) of the store. *previous*: the last archive of that session
     (its question pool carries over)."""
-    from ctxd.memory import engine, summarizer, tasks
+    from ctxd.memory import fact_merge, render_formats, summarizer, tasks
+    from ctxd.memory.summary_cache import summary_block
 
     cfg = settings(config_raw)
     session = choose_session(store, session)
-    engine.refresh_facts(store)
+    fact_merge.refresh_facts(store)
     raw_msgs = list(store.iter_all(session=session))
     # ctxd's own prompts are not the learner; a sub-agent's lines are not the conversation
     msgs = [_Msg(m) for m in raw_msgs if not _is_teach_prompt(m) and m.provenance not in ("ctxd", "subagent")]
@@ -667,7 +668,7 @@ def build(store, *, root=None, session=None, config_raw=None, previous=None, now
     tokens_from = sum(m.tokens for m in msgs)
     target = max(MIN_TARGET, int(tokens_from / cfg["ratio"]))
 
-    rows = [r for r in engine.live_facts(store, limit=4000) if r["msg_id"] in ids]
+    rows = [r for r in fact_merge.live_facts(store, limit=4000) if r["msg_id"] in ids]
     lang = cfg["language"] if cfg["language"] != "auto" else detect_language(user_texts)
     a = A.empty(session, now or A.now_iso(), lang)
     # placeholders of the right size (save() sets the real ones), so the footprint measures the saved file
@@ -694,11 +695,8 @@ def build(store, *, root=None, session=None, config_raw=None, previous=None, now
         if q["status"] == "open" and any(_same(q["question"], r) for r in outcome["resolved"]):
             q["status"], q["resolved_at"] = "resolved", _iso(msgs[-1].ts)
 
-    # progress, from the engine's session memory
-    class _Ctx:  # progress and next steps come from what was said, not from tool output
-        facts = [r for r in rows if r["role"] != "tool"]
-
-    memory = engine.session_memory(_Ctx)
+    # progress, from the facts arranged by what they say (what was said, not tool output)
+    memory = render_formats.facts_layout([r for r in rows if r["role"] != "tool"])
     resolved_concepts = []
     for q in questions:
         if q["status"] == "resolved":
@@ -727,11 +725,11 @@ def build(store, *, root=None, session=None, config_raw=None, previous=None, now
     a["environment"] = environment(root, [r["text"] for r in sorted(rows, key=lambda r: r["id"])])
     _coding_session(a, store, session, root, raw_msgs)
 
-    # the engine's summary of the session
+    # the summary of the session, as a context shows it
     llm = summarizer.load(store.dir) if summarizer.settings({"raw": config_raw or {}}) else None
     try:
-        a["summary"] = engine.summary_block(store, max(ids) if ids else 0, max(60, int(target * 0.08)),
-                                            os.path.join(store.dir, "cache"), llm=llm) if ids else ""
+        a["summary"] = summary_block(store, max(ids) if ids else 0, max(60, int(target * 0.08)),
+                                     os.path.join(store.dir, "cache"), llm=llm) if ids else ""
     except Exception:  # a summary is a nicety; never fail a handoff on it
         a["summary"] = ""
 

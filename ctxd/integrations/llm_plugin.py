@@ -73,7 +73,7 @@ def parse_argument(argument):
 
 def fragments(path=None, *, budget=None, model=None, mode="auto", q=None):
     """The project's context as a list of llm.Fragment (see the module docstring)."""
-    from ctxd.memory import engine
+    from ctxd.memory import render_formats
     from ctxd.memory.core import ProjectMemory
 
     if path is not None and not os.path.isdir(path):
@@ -84,7 +84,7 @@ def fragments(path=None, *, budget=None, model=None, mode="auto", q=None):
             raise ValueError(f"no conversation recorded for {mem.root} yet (ctxd chat add / import / install)")
         ctx = mem.context(budget=budget, model=model, mode=mode, query=q or None)
     base = f"ctxd:{mem.root}"
-    out = [llm.Fragment(f"{engine.TITLES[p.name]}:\n{p.text}", f"{base}#{p.name}") for p in ctx.parts]
+    out = [llm.Fragment(f"{render_formats.TITLES[p.name]}:\n{p.text}", f"{base}#{p.name}") for p in ctx.parts]
     for m in ctx.recent:
         when = _utc(m.ts)
         text = m.content

@@ -86,11 +86,11 @@ def _memory(project):
 
 
 def context_markdown(project, budget=4000, query=None):
-    from ctxd.memory import engine
+    from ctxd.memory import render_formats
 
     with _memory(project) as mem:
         ctx = mem.context(budget=budget, mode="auto", query=query or None)
-    return engine.to_markdown(ctx, f"Conversation context: {os.path.basename(project.root)}")
+    return render_formats.to_markdown(ctx, f"Conversation context: {os.path.basename(project.root)}")
 
 
 def _when(ts):

@@ -445,7 +445,7 @@ class ProjectMemory:
 
     def context(self, *, budget=None, model=None, mode="auto", query=None):
         """The assembled context (ctxd.memory.engine.Context) within the budget."""
-        from ctxd.memory import engine, summarizer
+        from ctxd.memory import engine, fact_merge, summarizer
 
         n, how = self.budget_for(model, budget)
         store = self.store(create=False)
@@ -459,7 +459,7 @@ class ProjectMemory:
                               log_dir=self.context_dir, llm_summary=llm, refresh_limit=render.REFRESH_LIMIT,
                               root=self.root)
         ctx.budget_source = how
-        if engine.backlog(store):
+        if fact_merge.backlog(store):
             summarizer.spawn_refresh(self.project, store)
         return ctx
 
@@ -575,11 +575,11 @@ class ProjectMemory:
         injection) and (when configured) the LLM summary up to date, then the embeddings:
         (messages read, summarizer status). context.md is rendered before the summarizer
         runs, so it never waits for an LLM."""
-        from ctxd.memory import engine, render, summarizer
+        from ctxd.memory import fact_merge, render, summarizer
 
         store = self.store(create=False)
         self.replay_spool()
-        n = engine.refresh_facts(store)
+        n = fact_merge.refresh_facts(store)
         if n or render.is_stale(self.context_dir) or render.cached_injection(self.context_dir) is None:
             self.write_context_file(injection=True)
         status = summarizer.refresh(store, self.project.config)
@@ -624,7 +624,7 @@ class ProjectMemory:
         a preference the user stated. A statement that is a live fact already is not
         stored again: that fact is re-tagged and ``known`` is true (its message id given).
         """
-        from ctxd.memory import engine, facts
+        from ctxd.memory import fact_merge, facts
 
         if kind not in FACT_KINDS:
             raise CtxdError(f"kind must be one of {', '.join(FACT_KINDS)} (got {kind!r})", ExitCode.USAGE)
@@ -635,7 +635,7 @@ class ProjectMemory:
             raise CtxdError(f"a fact is one statement of at most {FACT_MAX} characters (got {len(text)}); "
                             "split it, or keep the detail in the conversation", ExitCode.USAGE)
         store = self.store()
-        engine.refresh_facts(store)
+        fact_merge.refresh_facts(store)
         redacted = store.prepare(text)[0]
         with store.transaction():
             known = store.live_fact_with_norm(facts.normalize(redacted))
@@ -644,18 +644,18 @@ class ProjectMemory:
                 return True, known["msg_id"], redacted
             mid = store.add("system", text, session=session or store.last_session() or source, source=source,
                             importance=FACT_IMPORTANCE)
-            engine.keep_fact(store, mid, kind, FACT_PRIORITY)
+            fact_merge.keep_fact(store, mid, kind, FACT_PRIORITY)
         self.write_context_file()
         return False, mid, store.get(mid).content
 
     def facts(self, limit=400):
-        from ctxd.memory import engine
+        from ctxd.memory import fact_merge
 
         if not self.exists():
             return []
         store = self.store(create=False)
-        engine.refresh_facts(store)
-        return engine.live_facts(store, limit, answered=False)
+        fact_merge.refresh_facts(store)
+        return fact_merge.live_facts(store, limit, answered=False)
 
     # -- working memory -------------------------------------------------------------
     def task_start(self, name):

@@ -162,6 +162,14 @@ def normalize(sentence):
     return re.sub(r"[\W_]+", " ", sentence.lower()).strip()
 
 
+SHOWN_CHARS = 220  # of a fact's text, in a context or a layout (a fact is at most 500)
+
+
+def trim(text, limit=SHOWN_CHARS):
+    """*text* cut to *limit* characters, the cut marked with …"""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 EARLY_USER_TURNS = 6
 EARLY_BOOST = 1.4
 

@@ -28,7 +28,7 @@ def render(store, root, max_chars=TOTAL_CHARS, shown=None):
 
     *shown*, a set, receives the ids of the messages the text carries (its recent turns
     and the messages its facts come from)."""
-    from ctxd.memory import engine
+    from ctxd.memory import engine, render_formats
 
     n = store.count()
     name = os.path.basename(root.rstrip("/")) or root
@@ -60,7 +60,7 @@ def render(store, root, max_chars=TOTAL_CHARS, shown=None):
         if m.output_path:  # a huge output: its head and where the whole of it is
             m.content = (m.content[:400] + f"\n[... full output: {m.output_chars} characters in {m.output_path}; "
                          f"ctxd chat output {m.id}]")
-    body = engine.to_markdown(ctx, "x").partition("\n")[2].removeprefix("\n")  # drop the engine's own title
+    body = render_formats.to_markdown(ctx, "x").partition("\n")[2].removeprefix("\n")  # drop the engine's own title
     body = body.replace("\n## ", "\n### ").replace("## ", "### ", 1) if body.startswith("## ") else body
     lines = head + [body.rstrip()]
     # the newest huge outputs, shown or not (tool output is not a turn): where each one is whole

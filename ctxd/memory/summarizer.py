@@ -151,7 +151,7 @@ def spawn_refresh(project, store=None, now=False):
 
     lagging = now
     if store is not None and not lagging:
-        lagging = store.count_after(store.facts_watermark(), cap=1) > 0  # engine.backlog, without engine
+        lagging = store.count_after(store.facts_watermark(), cap=1) > 0  # fact_merge.backlog, without importing it
         if not lagging:
             from ctxd.memory import embed
 

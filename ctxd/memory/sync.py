@@ -788,13 +788,13 @@ class Sync:
             st.record_sent(sent=[(it["key"], _sha(json.dumps(self._task_view(now), sort_keys=True)))])
             stats["tasks"] += 1
         if facts:
-            from ctxd.memory import engine
+            from ctxd.memory import fact_merge
 
             for it, origin in facts:
                 ids = st.ids_of_keys([it["key"]], origin)  # only its sender's own message
                 if it["key"] in ids:
                     priority = min(max(float(it["priority"]), 0.0), MAX_PRIORITY)
-                    engine.keep_fact(st, ids[it["key"]], it["kind"], priority)
+                    fact_merge.keep_fact(st, ids[it["key"]], it["kind"], priority)
                     stats["facts"] += 1
         for it in handoffs:
             stats["handoffs"] += self._import_handoff(it)
