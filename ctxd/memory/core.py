@@ -6,7 +6,7 @@
     mem.search("cutover"), mem.output(42), mem.add_fact("use uv, not pip", "preference")
 
 Every surface is a thin translator over this class: the click commands
-(``ctxd/commands``), the AI CLI hook runner (``ctxd.integrations.agent_hooks``), the
+(``ctxd/commands``), the AI CLI hook runner (``ctxd.integrations.hooks``), the
 MCP server and the llm plugin. They turn their arguments or payload into one
 call here and its result into their output; none of them runs SQL or knows
 where a file lives.
@@ -25,11 +25,25 @@ yet); every protocol maps them the same way (``ctxd.boundary``).
 Standard library only at import time: the AI CLI hooks import this module.
 """
 
+from __future__ import annotations
+
 import contextlib
 import os
 
 from ctxd.errors import CtxdError, ExitCode, NotFoundError
 from ctxd.memory.layout import MemoryPaths
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on the hook path
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator, Mapping
+    from sqlite3 import Row
+
+    from ctxd.memory.engine import Context
+    from ctxd.memory.importing import ImportResult
+    from ctxd.memory.project import Project
+    from ctxd.memory.recall import Hit, Recall
+    from ctxd.memory.store import Message, Recovery, Store
+    from ctxd.memory.sync import Sync
 
 DEFAULT_BUDGET = 8000
 RECALL_BUDGET = 1500  # tokens: ctxd recall and per-prompt recall, unless [context] recall_budget says otherwise
@@ -42,19 +56,6 @@ FACT_PRIORITY = 5.0  # a fact recorded on purpose ranks about like a preference 
 HOOK_CONTEXT_CHARS = 10_000  # Claude Code passes ~10K characters whole and cuts larger to a preview
 
 
-def _joined_run(rows, text, used):
-    """The id of the first row of a run of consecutive *rows* whose contents joined with newlines
-    are *text* (and none of which is *used*), or None."""
-    for i in range(len(rows)):
-        acc, j = rows[i]["content"], i
-        while len(acc) < len(text) and j + 1 < len(rows):
-            j += 1
-            acc += "\n" + rows[j]["content"]
-        if acc == text and not any(r["id"] in used for r in rows[i:j + 1]):
-            return rows[i]["id"]
-    return None
-
-
 class NoStore(NotFoundError):
     """Nothing was recorded for the project yet."""
 
@@ -62,7 +63,8 @@ class NoStore(NotFoundError):
 class ProjectMemory:
     """The conversation memory of one project (see the module docstring)."""
 
-    def __init__(self, project, *, redact=True, busy_timeout=None, replay_limit=None, render_later=False):
+    def __init__(self, project: Project, *, redact: bool = True, busy_timeout: float | None = None,
+                 replay_limit: float | None = None, render_later: bool = False) -> None:
         """*busy_timeout*: seconds a write waits for another process's lock (the store's default
         when None); *replay_limit*: seconds the first write open may spend replaying the spool
         (all of it when None); *render_later* (AI CLI hooks): a change marks context.md stale
@@ -78,7 +80,9 @@ class ProjectMemory:
 
     # -- opening ------------------------------------------------------------------
     @classmethod
-    def at(cls, cwd=None, environ=None, *, redact=True, busy_timeout=None, replay_limit=None, render_later=False):
+    def at(cls, cwd: str | None = None, environ: Mapping[str, str] | None = None, *, redact: bool = True,
+           busy_timeout: float | None = None, replay_limit: float | None = None,
+           render_later: bool = False) -> ProjectMemory:
         """The memory of the project holding *cwd* ($PWD by default)."""
         from ctxd.memory.project import locate
 
@@ -86,23 +90,23 @@ class ProjectMemory:
                    render_later=render_later)
 
     @property
-    def context_dir(self):
+    def context_dir(self) -> str:
         return self.paths.context_dir
 
     @property
-    def settings(self):
+    def settings(self) -> dict:
         return self.project.settings or {}
 
     @property
-    def config_raw(self):
+    def config_raw(self) -> dict:
         raw = self.project.config.get("raw", {}) if isinstance(self.project.config, dict) else {}
         return raw if isinstance(raw, dict) else {}
 
-    def exists(self):
+    def exists(self) -> bool:
         """Whether anything was recorded for this project (a store exists)."""
         return os.path.exists(self.paths.store)
 
-    def store(self, create=True):
+    def store(self, create: bool = True) -> Store:
         """The open store (opened on first use). ``create=False``: NoStore when there is none."""
         if self._store is None:
             if not create and not self.exists():
@@ -116,7 +120,8 @@ class ProjectMemory:
         return self._store
 
     # -- the spool (ctxd.memory.spool): what hooks could not store yet ---------------
-    def spool(self, tool, event, session, records=(), transcript=None):
+    def spool(self, tool: str, event: str, session: str, records: Iterable[dict] = (),
+              transcript: str | None = None) -> str:
         """Queue a hook event the store cannot take now (records redacted first); the entry's path."""
         from ctxd.memory import spool
         from ctxd.memory.project import redactor
@@ -138,13 +143,13 @@ class ProjectMemory:
 
         return self.paths.spool, os.path.join(paths.state_dir(), "spool", sha256_hex(self.context_dir)[:16])
 
-    def spooled(self):
+    def spooled(self) -> int:
         """How many hook events wait in the spool."""
         from ctxd.memory import spool
 
         return sum(len(spool.names(d)) for d in self._spool_dirs())
 
-    def replay_spool(self, time_limit=None):
+    def replay_spool(self, time_limit: float | None = None) -> int:
         """Store what the spool holds (oldest first, at most *time_limit* seconds); how many
         entries. Never raises: a store that still cannot take them leaves them for the next
         writer, and anything else is logged."""
@@ -161,28 +166,28 @@ class ProjectMemory:
             boundary.log_exception(f"spool: replay into {self.paths.store} stopped ({boundary.describe(e)})", e)
             return 0
 
-    def close(self):
+    def close(self) -> None:
         if self._store is not None:
             self._store.close()
             self._store = None
 
-    def __enter__(self):
+    def __enter__(self) -> ProjectMemory:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc) -> None:
         self.close()
 
     @contextlib.contextmanager
-    def transaction(self):
+    def transaction(self) -> Iterator[ProjectMemory]:
         """One atomic write unit: every store write inside commits together or not at all."""
         with self.store().transaction():
             yield self
 
-    def count(self):
+    def count(self) -> int:
         return self.store(create=False).count() if self.exists() else 0
 
     # -- recording ----------------------------------------------------------------
-    def record(self, messages, *, redact=True, render=True):
+    def record(self, messages: Iterable[dict], *, redact: bool = True, render: bool = True) -> list[int]:
         """Store typed messages (dicts of ctxd.memory.items); return the ids added.
 
         A dict's ``dedup`` may be a function of the store (keys that depend on what is
@@ -207,7 +212,7 @@ class ProjectMemory:
             self.changed()
         return added
 
-    def add(self, role, content, **kw):
+    def add(self, role: str, content: str, **kw) -> int | None:
         """Store one message by role (``ctxd chat add``); its id."""
         if not content.strip():
             raise CtxdError("refusing to store an empty message", ExitCode.USAGE)
@@ -215,52 +220,21 @@ class ProjectMemory:
         added = self.record([dict(role=role, content=content, **kw)], redact=redact)
         return added[0] if added else None
 
-    def has(self, dedup):
+    def has(self, dedup: str) -> bool:
         return self.store().has_dedup(dedup)
 
-    def reconcile_live(self, live_prefixes, is_imported, session):
-        """Delete live records (keys under *live_prefixes*) whose imported twin (same session,
-        role and content, key for which *is_imported* is true) is stored; one to one. How many."""
+    def reconcile_tool(self, tool: str, session: str | None) -> int:
+        """Delete the live records AI CLI *tool*'s hooks keep in *session* that an imported
+        transcript now holds (ctxd.memory.reconcile); how many."""
         if not session:
             return 0
-        store = self.store()
-        used, gone = set(), 0
-        replies = None
-        for row in store.dedup_range(live_prefixes):
-            if is_imported(row["dedup"]):
-                continue
-            twin = next((t["id"] for t in store.twins(session, row["role"], row["content"])
-                         if t["id"] not in used and is_imported(t["dedup"])), None)
-            if twin is None and row["role"] == "assistant":
-                # a live record of a whole turn (Gemini's AfterAgent: every reply of the turn joined
-                # with newlines) is held by the imported replies it joins
-                if replies is None:
-                    replies = [r for r in store.session_replies(session) if is_imported(r["dedup"])]
-                twin = _joined_run(replies, row["content"], used)
-            if twin is not None:
-                used.add(twin)
-                gone += store.forget(mid=row["id"])
-        return gone
+        from ctxd.memory import reconcile
 
-    def reconcile_tool(self, tool, session):
-        """reconcile_live for the live records AI CLI *tool*'s hooks keep in *session*: Gemini's and
-        Codex's (their importers key by record id or line; Claude's prompts share the importer's key)."""
-        prefixes = {"gemini": (f"gemini-hook:{session}:",),
-                    "codex": (f"codex:{session}:", f"codex-hook:{session}:")}.get(tool, ())
+        prefixes, is_imported = reconcile.tool_keys(tool, session)
+        return reconcile.reconcile_live(self.store(), prefixes, is_imported, session)
 
-        def imported(key):
-            if not key:
-                return False
-            if tool == "gemini":
-                return key.startswith(f"gemini:{session}:")
-            if tool == "codex":
-                head = f"codex:{session}:"
-                return key.startswith(head) and key[len(head):].isdigit()  # the rollout importer's codex:<id>:<line>
-            return False
-
-        return self.reconcile_live(prefixes, imported, session)
-
-    def import_file(self, path, fmt="auto", *, session=None, progress=None):
+    def import_file(self, path: str, fmt: str = "auto", *, session: str | None = None,
+                    progress: Callable[[int], None] | None = None) -> ImportResult:
         """Import a whole file (idempotent); the ImportResult."""
         from ctxd.memory.importing import import_file
 
@@ -269,13 +243,13 @@ class ProjectMemory:
             self.changed()
         return result
 
-    def import_transcript(self, path, fmt="auto", *, session=None):
+    def import_transcript(self, path: str, fmt: str = "auto", *, session: str | None = None) -> tuple[int, int]:
         """Import what a live transcript gained since the last call: (added, malformed)."""
         from ctxd.memory.importing import import_transcript
 
         return import_transcript(self.store(), path, fmt, session=session)
 
-    def forget(self, **what):
+    def forget(self, **what) -> int:
         """Delete messages; each leaves a tombstone (the store's trigger, by dedup key) that
         ``ctxd sync`` carries, so the other clones drop it too (private sessions leave none)."""
         n = self.store(create=False).forget(**what)
@@ -283,7 +257,8 @@ class ProjectMemory:
         return n
 
     # -- sharing through git (ctxd.memory.sync) -------------------------------------
-    def sync(self, environ=None, report=None, save_handoff=None):
+    def sync(self, environ: Mapping[str, str] | None = None, report: Callable[[str], None] | None = None,
+             save_handoff: Callable[[str, dict], str] | None = None) -> Sync:
         """The project's ctxd.memory.sync.Sync (push, pull, status over its git remotes);
         *report* receives one line per problem found on the ref; *save_handoff* stores a
         handoff archive received (ctxd.handoff.archive.save; a pull needs it)."""
@@ -291,7 +266,7 @@ class ProjectMemory:
 
         return sync.Sync(self, environ, report=report, fact_priority=FACT_PRIORITY, save_handoff=save_handoff)
 
-    def set_private(self, session, private=True):
+    def set_private(self, session: str, private: bool = True) -> int:
         """Keep *session* out of every sync segment (or share it again, what it holds included):
         how many of its messages were sent before it was marked."""
         if not session:
@@ -300,20 +275,20 @@ class ProjectMemory:
         store.set_private(session, private)
         return store.session_count(session, sent=True)
 
-    def private_sessions(self):
+    def private_sessions(self) -> list[Row]:
         """Rows (session, ts, messages) of the sessions kept private."""
         return self.store(create=False).private_sessions() if self.exists() else []
 
     # -- reading ------------------------------------------------------------------
-    def recent(self, n=20, session=None):
+    def recent(self, n: int = 20, session: str | None = None) -> list[Message]:
         return self.store(create=False).recent(n, session=session) if self.exists() else []
 
-    def iter_all(self, session=None):
+    def iter_all(self, session: str | None = None) -> Iterator[Message]:
         if not self.exists():
             return iter(())
         return self.store(create=False).iter_all(session=session)
 
-    def search(self, query, limit=20):
+    def search(self, query: str, limit: int = 20) -> list[Hit]:
         """The best *limit* messages for *query*, ranked (the same ranking as recall), as Hits."""
         from ctxd.memory import recall
 
@@ -321,7 +296,8 @@ class ProjectMemory:
             return []
         return recall.rank(self.store(create=False), query, expand=False)[:limit]
 
-    def recall(self, query, budget=None, *, exclude=(), threshold=0.0):
+    def recall(self, query: str, budget: int | None = None, *, exclude: Iterable[int] = (),
+               threshold: float = 0.0) -> Recall:
         """Ranked recall (ctxd.memory.recall) of the turns that answer *query*, packed to
         *budget* tokens ([context] recall_budget, else 1,500). An empty store recalls nothing."""
         from ctxd.memory import recall
@@ -332,8 +308,8 @@ class ProjectMemory:
             return recall.Recall(query, [], 0, "", 0)
         return recall.recall(self.store(create=False), query, budget, exclude=exclude, threshold=threshold)
 
-    def prompt_context(self, session, prompt, *, budget=None, time_limit=PROMPT_RECALL_SECONDS,
-                       limit_chars=HOOK_CONTEXT_CHARS):
+    def prompt_context(self, session: str | None, prompt: str, *, budget: int | None = None,
+                       time_limit: float = PROMPT_RECALL_SECONDS, limit_chars: int = HOOK_CONTEXT_CHARS) -> str:
         """What a just-submitted prompt should come with: the earlier turns relevant to it
         (at most *budget* tokens, [context] recall_budget, else 1,500, and *limit_chars*
         characters), "" when none of the best hits holds the share of the prompt's terms
@@ -353,41 +329,21 @@ class ProjectMemory:
         if budget is None:
             budget = int(self.settings.get("recall_budget") or RECALL_BUDGET)
         threshold = float(self.settings.get("recall_threshold") or RECALL_THRESHOLD)
-        why = None
         try:
-            store = self.store(create=False)
-            with store.deadline(time_limit):
-                held = store.injected_ids(session) | store.session_ids(session)
-                def own(hits):  # the prompt itself, stored before it reached this hook
-                    return [h for h in hits if h.message.content.strip() != prompt.strip()]
-
-                def answerable(lexical):  # embed the prompt only when the history can answer it
-                    return bool(recall.answerable(own(lexical), threshold))
-
-                hits = recall.answerable(own(recall.rank(store, prompt, exclude=held, semantic=answerable)),
-                                         threshold)
-            items, text, _used = recall.pack(hits, budget)
-            if items:
-                store.mark_injected(session, [h.message.id for h in items])
+            return recall.for_prompt(self.store(create=False), session, prompt, budget=budget, threshold=threshold,
+                                     time_limit=time_limit, limit_chars=limit_chars)
         except StoreError as e:  # timed out, corrupt, written by a newer ctxd: nothing, and why
-            why, text = e.message, ""
-        if why:
-            boundary.log_exception(f"per-prompt recall for session {session or '?'}: nothing injected ({why})")
-        if not text:
-            return ""
-        out = f"Relevant earlier turns of this project (ctxd recall for this prompt):\n{text}\n"
-        if len(out) > limit_chars:  # Claude Code shows the model only a preview of more than ~10K
-            cut = out[:limit_chars]
-            out = cut[:cut.rfind("\n") + 1] or cut
-        return out
+            why = e.message
+        boundary.log_exception(f"per-prompt recall for session {session or '?'}: nothing injected ({why})")
+        return ""
 
-    def get(self, mid):
+    def get(self, mid: int) -> Message:
         m = self.store(create=False).get(mid)
         if m is None:
             raise NotFoundError(f"no message #{mid}")
         return m
 
-    def output(self, mid):
+    def output(self, mid: int) -> str:
         """The full text of message *mid* (an offloaded output read back in full)."""
         m = self.get(mid)
         if not m.output_path:
@@ -398,14 +354,14 @@ class ProjectMemory:
         except FileNotFoundError:
             raise NotFoundError(f"the offloaded output of #{mid} is missing: {m.output_path}") from None
 
-    def sessions(self):
+    def sessions(self) -> list[str]:
         return self.store(create=False).sessions() if self.exists() else []
 
-    def last_session(self):
+    def last_session(self) -> str | None:
         return self.store(create=False).last_session() if self.exists() else None
 
     # -- context ------------------------------------------------------------------
-    def budget_for(self, model=None, budget=None):
+    def budget_for(self, model: str | None = None, budget: int | None = None) -> tuple[int, str]:
         """(budget tokens, how it was chosen): --budget, a model's window, .contextrc, default."""
         if model and budget:
             raise CtxdError("give --model or --budget, not both", ExitCode.USAGE)
@@ -421,29 +377,14 @@ class ProjectMemory:
             return int(self.settings["budget"]), ".contextrc [context] budget"
         return DEFAULT_BUDGET, "default"
 
-    def system_block(self):
+    def system_block(self) -> tuple[str | None, str | None]:
         """(full, compact) project instructions from .contextrc [context] system / system_file."""
-        s = self.settings
-        text = s.get("system")
-        if s.get("system_file"):
-            path = os.path.join(self.root, s["system_file"])
-            real, root = os.path.realpath(path), os.path.realpath(self.root)
-            if real != root and not real.startswith(root.rstrip("/") + "/") and _inside(path, self.root):
-                # the reviewed .contextrc names a project file; a committed link must not feed the
-                # agent a file from elsewhere (~/.ssh/..., another project's notes)
-                raise CtxdError(f"[context] system_file {path} is a symlink out of the project (to {real}); "
-                                "not reading it", ExitCode.UNTRUSTED)
-            try:
-                with open(path, encoding="utf-8") as f:
-                    text = f.read()
-            except OSError as e:
-                raise CtxdError(f"[context] system_file {path}: {e.strerror}", ExitCode.CONFIG) from None
-        if not text:
-            return None, None
-        first_para = text.strip().split("\n\n", 1)[0]
-        return text.strip(), first_para[:800]
+        from ctxd.memory.project import system_block
 
-    def context(self, *, budget=None, model=None, mode="auto", query=None):
+        return system_block(self.project)
+
+    def context(self, *, budget: int | None = None, model: str | None = None, mode: str = "auto",
+                query: str | None = None) -> Context:
         """The assembled context (ctxd.memory.engine.Context) within the budget."""
         from ctxd.memory import engine, fact_merge, summarizer
 
@@ -463,29 +404,29 @@ class ProjectMemory:
             summarizer.spawn_refresh(self.project, store)
         return ctx
 
-    def summarizer_note(self):
+    def summarizer_note(self) -> str:
         from ctxd.memory import summarizer
 
         if not summarizer.settings(self.project.config):
             return ""
         return f"summarizer: {summarizer.last_status(self.context_dir) or 'no run finished yet'}"
 
-    def render(self, max_chars=None, shown=None):
+    def render(self, max_chars: int | None = None, shown: set[int] | None = None) -> str:
         """context.md's text (not written); *shown* (a set) receives the ids of what it carries."""
         from ctxd.memory import render
 
         return render.render(self.store(create=False), self.root, shown=shown,
                              **({"max_chars": max_chars} if max_chars else {}))
 
-    def write_context_file(self, injection=False):
+    def write_context_file(self, injection: bool = False) -> str:
         """Re-render context.md under its lock, atomically (*injection*: keep the SessionStart
         injection ready too); its path."""
         from ctxd.memory import render
 
         return render.write(self.store(create=False), self.root,
-                            injection=self._injection if injection else None)
+                            injection_chars=HOOK_CONTEXT_CHARS if injection else None)
 
-    def changed(self):
+    def changed(self) -> str | None:
         """After a change: context.md now, the LLM summary and a facts backlog in the background.
         With render_later (a hook): context.md is only marked stale (``refresh_later``)."""
         from ctxd.memory import render
@@ -499,7 +440,7 @@ class ProjectMemory:
         summarizer.spawn_refresh(self.project, self._store)
         return path
 
-    def refresh_later(self):
+    def refresh_later(self) -> bool:
         """At the end of a turn: start the detached `ctxd chat refresh` when context.md is stale
         (it renders it) or other background work waits; whether one was started."""
         import sqlite3
@@ -512,7 +453,7 @@ class ProjectMemory:
         except (sqlite3.Error, StoreError):  # a busy or damaged store: the next turn's end asks again
             return False
 
-    def session_context(self, limit_chars=HOOK_CONTEXT_CHARS, session=None):
+    def session_context(self, limit_chars: int = HOOK_CONTEXT_CHARS, session: str | None = None) -> str:
         """What a new AI CLI session starts with: at most *limit_chars* characters, "" when empty.
 
         The injection the last render kept is used when the store has not changed since
@@ -524,7 +465,8 @@ class ProjectMemory:
         if not self.exists():
             return ""
         cached = render.cached_injection(self.context_dir) if limit_chars == HOOK_CONTEXT_CHARS else None
-        text, shown = cached or self._injection(self.store(create=False), limit_chars)
+        text, shown = cached or render.injection(self.store(create=False), self.root, self.paths.context_file,
+                                                 limit_chars)
         if session and shown:
             try:
                 self.store(create=False).mark_injected(session, sorted(shown))
@@ -532,50 +474,19 @@ class ProjectMemory:
                 pass
         return text
 
-    def _injection(self, store, limit_chars=HOOK_CONTEXT_CHARS):
-        """(text, ids it carries) of the SessionStart injection, rendered from *store*; ("", ())
-        for an empty store."""
-        from ctxd.memory import render
-
-        if store.count() == 0:
-            return "", ()
-        note = (f"\n[ctxd: the full context file is {self.paths.context_file}; search every earlier turn with: "
-                f"ctxd chat search QUERY]\n")
-        room = limit_chars - len(note)
-        budget = room
-        shown = set()
-        text = render.render(store, self.root, max_chars=budget, shown=shown)
-        for _ in range(6):  # CJK and markup make characters per token vary: shrink until it fits
-            if len(text) <= room:
-                break
-            budget = int(budget * room / len(text) * 0.95)
-            shown = set()
-            text = render.render(store, self.root, max_chars=budget, shown=shown)
-        if len(text) > room:  # a single huge turn: cut at a line boundary
-            cut = text[:room]
-            nl = cut.rfind("\n")
-            text = cut[: nl + 1] if nl > room // 2 else cut
-        return text.rstrip("\n") + "\n" + note, shown
-
-    def rendered_context(self, limit_chars=HOOK_CONTEXT_CHARS):
+    def rendered_context(self, limit_chars: int = HOOK_CONTEXT_CHARS) -> str:
         """context.md as last rendered (the store is not read), cut at a line boundary to
         *limit_chars*; "" when there is none. What a session starts with when the store is busy."""
-        try:
-            with open(self.paths.context_file, encoding="utf-8", errors="replace") as f:
-                text = f.read(limit_chars + 1)
-        except OSError:
-            return ""
-        if len(text) > limit_chars:
-            cut = text[:limit_chars]
-            text = cut[: cut.rfind("\n") + 1] or cut
-        return text if text.strip() else ""
+        from ctxd.memory import render
 
-    def refresh(self):
+        return render.last_rendered(self.paths.context_file, limit_chars)
+
+    def refresh(self) -> tuple[int, str]:
         """What hooks queued stored (the spool), facts, context.md (with the SessionStart
         injection) and (when configured) the LLM summary up to date, then the embeddings:
         (messages read, summarizer status). context.md is rendered before the summarizer
         runs, so it never waits for an LLM."""
-        from ctxd.memory import fact_merge, render, summarizer
+        from ctxd.memory import embed, fact_merge, render, summarizer
 
         store = self.store(create=False)
         self.replay_spool()
@@ -585,37 +496,22 @@ class ProjectMemory:
         status = summarizer.refresh(store, self.project.config)
         if status == "ok":  # a new LLM summary: the context shows it
             self.write_context_file(injection=True)
-        self.embed_backlog(store)
+        embed.catch_up(store)
         return n, status
 
-    @staticmethod
-    def embed_backlog(store):
-        """Embed what is not embedded yet when the semantic extra is there (resumable; one
-        process at a time); never raises: recall stays lexical for what is left."""
-        from ctxd.memory import embed
-
-        try:
-            return embed.backfill(store)
-        except embed.Unavailable:
-            return 0
-        except Exception:  # a busy or damaged store: the next refresh resumes
-            from ctxd import boundary
-
-            boundary.log_exception("embedding in the background stopped")
-            return 0
-
-    def integrity(self):
+    def integrity(self) -> str:
         """"ok" or what SQLite's integrity check found."""
         return self.store(create=False).integrity()
 
-    def recover(self):
+    def recover(self) -> Recovery:
         from ctxd.memory import store as store_mod
 
         self.close()
         return store_mod.recover(self.context_dir)
 
     # -- facts --------------------------------------------------------------------
-    def add_fact(self, text, kind, *, session=None, source="mcp"):
+    def add_fact(self, text: str, kind: str, *, session: str | None = None,
+                 source: str = "mcp") -> tuple[bool, int, str]:
         """Record *text* as a fact of *kind* on purpose: (known, message id, stored text).
 
         The fact is stored as a system message (importance 0.9) in *session*, else the
@@ -624,7 +520,7 @@ class ProjectMemory:
         a preference the user stated. A statement that is a live fact already is not
         stored again: that fact is re-tagged and ``known`` is true (its message id given).
         """
-        from ctxd.memory import fact_merge, facts
+        from ctxd.memory import fact_merge
 
         if kind not in FACT_KINDS:
             raise CtxdError(f"kind must be one of {', '.join(FACT_KINDS)} (got {kind!r})", ExitCode.USAGE)
@@ -635,20 +531,14 @@ class ProjectMemory:
             raise CtxdError(f"a fact is one statement of at most {FACT_MAX} characters (got {len(text)}); "
                             "split it, or keep the detail in the conversation", ExitCode.USAGE)
         store = self.store()
-        fact_merge.refresh_facts(store)
-        redacted = store.prepare(text)[0]
-        with store.transaction():
-            known = store.live_fact_with_norm(facts.normalize(redacted))
-            if known is not None:  # the same statement is a live fact already: keep the first, with this kind
-                store.promote_fact(known["id"], kind, FACT_PRIORITY)
-                return True, known["msg_id"], redacted
-            mid = store.add("system", text, session=session or store.last_session() or source, source=source,
-                            importance=FACT_IMPORTANCE)
-            fact_merge.keep_fact(store, mid, kind, FACT_PRIORITY)
+        known, mid, redacted = fact_merge.record_fact(store, text, kind, FACT_PRIORITY, importance=FACT_IMPORTANCE,
+                                                      session=session, source=source)
+        if known:
+            return True, mid, redacted
         self.write_context_file()
         return False, mid, store.get(mid).content
 
-    def facts(self, limit=400):
+    def facts(self, limit: int = 400) -> list[Row]:
         from ctxd.memory import fact_merge
 
         if not self.exists():
@@ -658,49 +548,43 @@ class ProjectMemory:
         return fact_merge.live_facts(store, limit, answered=False)
 
     # -- working memory -------------------------------------------------------------
-    def task_start(self, name):
+    def task_start(self, name: str) -> int:
         from ctxd.memory import tasks
 
         tid = tasks.start(self.store(), name)
         self.changed()
         return tid
 
-    def task_note(self, text):
+    def task_note(self, text: str) -> str:
         from ctxd.memory import tasks
 
         name = tasks.note(self.store(), text)
         self.changed()
         return name
 
-    def task_done(self):
+    def task_done(self) -> tuple[str, int]:
         from ctxd.memory import tasks
 
         done = tasks.done(self.store())
         self.changed()
         return done
 
-    def task_take(self, name=None):
+    def task_take(self, name: str | None = None) -> str:
         from ctxd.memory import tasks
 
         taken = tasks.take(self.store(), name)
         self.changed()
         return taken
 
-    def shared_task_text(self):
+    def shared_task_text(self) -> str:
         """The open tasks received from other machines, one labelled line each ("" when none)."""
         from ctxd.memory import tasks
 
         return tasks.render_shared(self.store(create=False)) if self.exists() else ""
 
-    def task_text(self):
+    def task_text(self) -> str:
         """The open task and its notes as the context shows them ("" when none)."""
         from ctxd.memory import tasks
 
         return tasks.render_open(self.store(create=False)) if self.exists() else ""
 
-
-def _inside(path, d):
-    """Whether *path* as written lies in *d* (an entry written outside, like ~/notes.md, is the
-    reviewed .contextrc's own choice)."""
-    path, d = os.path.normpath(path), os.path.normpath(d)
-    return path == d or path.startswith(d.rstrip("/") + "/")

@@ -235,6 +235,21 @@ def backfill(store, limit=None, on_batch=None, wait=False):
         return 0
 
 
+def catch_up(store):
+    """backfill() for the background refresh: how many were read, 0 without the semantic extra;
+    never raises (recall stays lexical for what is left; a busy or damaged store is logged and
+    the next refresh resumes)."""
+    try:
+        return backfill(store)
+    except Unavailable:
+        return 0
+    except Exception:
+        from ctxd import boundary
+
+        boundary.log_exception("embedding in the background stopped")
+        return 0
+
+
 def _backfill(store, m, limit, on_batch):
     done = 0
     mean = _mean(store, [])

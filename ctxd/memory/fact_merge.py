@@ -194,6 +194,24 @@ def keep_fact(store, msg_id, tag, priority):
         return ids[0]
 
 
+def record_fact(store, text, tag, priority, *, importance, session, source):
+    """Store *text* as a system message of *importance* in *session* (else the latest session, else
+    *source*) and make it a fact tagged *tag* (``keep_fact``): (known, message id, redacted text).
+    A statement that is a live fact already is not stored again: that fact is re-tagged and
+    *known* is true (its message id given)."""
+    refresh_facts(store)
+    redacted = store.prepare(text)[0]
+    with store.transaction():
+        known = store.live_fact_with_norm(facts_mod.normalize(redacted))
+        if known is not None:  # the same statement is a live fact already: keep the first, with this tag
+            store.promote_fact(known["id"], tag, priority)
+            return True, known["msg_id"], redacted
+        mid = store.add("system", text, session=session or store.last_session() or source, source=source,
+                        importance=importance)
+        keep_fact(store, mid, tag, priority)
+    return False, mid, redacted
+
+
 def _supersede(store, old_id, new_id, kinds, shared, new_text):
     """Mark the old fact superseded; when it also carries other values ("the defense
     is on 2026-06-30, the midterm on 2026-04-10"), keep it current with only the

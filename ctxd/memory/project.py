@@ -3,6 +3,7 @@
 import os
 
 from ctxd import paths
+from ctxd.errors import CtxdError, ExitCode
 
 
 class Project:
@@ -92,3 +93,37 @@ def open_store(project, *, redact=True, create=True, busy_timeout=None):
     return Store(project.context_dir, redactor=redactor(project) if redact else None,
                  offload_threshold=int(threshold), create=create,
                  busy_timeout=BUSY_TIMEOUT if busy_timeout is None else busy_timeout)
+
+
+COMPACT_CHARS = 800  # the compact system block: the first paragraph, at most this long
+
+
+def system_block(project):
+    """(full, compact) project instructions from .contextrc [context] system / system_file;
+    (None, None) when there are none."""
+    s = project.settings or {}
+    text = s.get("system")
+    if s.get("system_file"):
+        path = os.path.join(project.root, s["system_file"])
+        real, root = os.path.realpath(path), os.path.realpath(project.root)
+        if real != root and not real.startswith(root.rstrip("/") + "/") and _inside(path, project.root):
+            # the reviewed .contextrc names a project file; a committed link must not feed the
+            # agent a file from elsewhere (~/.ssh/..., another project's notes)
+            raise CtxdError(f"[context] system_file {path} is a symlink out of the project (to {real}); "
+                            "not reading it", ExitCode.UNTRUSTED)
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as e:
+            raise CtxdError(f"[context] system_file {path}: {e.strerror}", ExitCode.CONFIG) from None
+    if not text:
+        return None, None
+    first_para = text.strip().split("\n\n", 1)[0]
+    return text.strip(), first_para[:COMPACT_CHARS]
+
+
+def _inside(path, d):
+    """Whether *path* as written lies in *d* (an entry written outside, like ~/notes.md, is the
+    reviewed .contextrc's own choice)."""
+    path, d = os.path.normpath(path), os.path.normpath(d)
+    return path == d or path.startswith(d.rstrip("/") + "/")

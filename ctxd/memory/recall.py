@@ -482,6 +482,34 @@ def recall(store, query, budget, *, exclude=(), threshold=0.0, counter=estimate,
     return Recall(query, items, used, text, len(hits))
 
 
+def for_prompt(store, session, prompt, *, budget, threshold, time_limit, limit_chars):
+    """What a just-submitted *prompt* of *session* comes with: the earlier turns that answer it
+    (``answerable`` at *threshold*), packed to *budget* tokens under a head line and cut to
+    *limit_chars* characters, "" when none does; what it carries is marked injected into
+    *session*. Never what the session holds already (its turns, earlier injections), never the
+    prompt itself. The ranking gives up after *time_limit* seconds (StoreError, as any other
+    store failure: the caller's)."""
+    with store.deadline(time_limit):
+        held = store.injected_ids(session) | store.session_ids(session)
+        def own(hits):  # without the prompt itself, stored before it reached this hook
+            return [h for h in hits if h.message.content.strip() != prompt.strip()]
+
+        def can_answer(lexical):  # embed the prompt only when the history can answer it
+            return bool(answerable(own(lexical), threshold))
+
+        hits = answerable(own(rank(store, prompt, exclude=held, semantic=can_answer)), threshold)
+    items, text, _used = pack(hits, budget)
+    if items:
+        store.mark_injected(session, [h.message.id for h in items])
+    if not text:
+        return ""
+    out = f"Relevant earlier turns of this project (ctxd recall for this prompt):\n{text}\n"
+    if len(out) > limit_chars:  # Claude Code shows the model only a preview of more than ~10K
+        cut = out[:limit_chars]
+        out = cut[:cut.rfind("\n") + 1] or cut
+    return out
+
+
 def answerable(hits, threshold, top=ANSWERABLE_TOP):
     """The *hits* (ranked) per-prompt recall injects: none unless one of the best *top* holds
     *threshold* of the question's terms (``coverage``); then those holding half that share,

@@ -6,7 +6,7 @@ command, and after a change made by an AI CLI hook by the detached
 `ctxd chat refresh` the turn's end starts (a hook only marks the file stale:
 ``mark_stale``). Until then context.md is the previous render, whole.
 
-That refresh also keeps the SessionStart injection ready (``save_injection``),
+That refresh also keeps the SessionStart injection ready (``write`` with ``injection_chars``),
 so a session starts without rendering when nothing changed since.
 """
 
@@ -21,6 +21,8 @@ FILENAME = "context.md"  # MemoryPaths.context_file
 REFRESH_LIMIT = 2000  # messages whose facts one render may extract
 TOTAL_CHARS = 12000
 OFFLOADED_LISTED = 5  # the newest offloaded outputs context.md points at
+FIT_ATTEMPTS = 6  # renders of the SessionStart injection, each smaller, until it fits its characters
+FIT_MARGIN = 0.95  # each such render aims this far under the room left: characters per token vary
 
 
 def render(store, root, max_chars=TOTAL_CHARS, shown=None):
@@ -72,10 +74,49 @@ def render(store, root, max_chars=TOTAL_CHARS, shown=None):
     return "\n".join(lines).rstrip() + "\n"
 
 
-def write(store, root, injection=None):
-    """Re-render context.md under its lock, atomically; returns its path. *injection(store)*,
-    when given, is rendered too and kept for SessionStart (``cached_injection``); else the
-    one kept is dropped.
+def injection(store, root, context_file, limit_chars):
+    """(text, ids it carries) of the SessionStart injection: context.md's text rendered from
+    *store* within *limit_chars* characters, with a line on where the rest is; ("", ()) for
+    an empty store."""
+    if store.count() == 0:
+        return "", ()
+    note = (f"\n[ctxd: the full context file is {context_file}; search every earlier turn with: "
+            f"ctxd chat search QUERY]\n")
+    room = limit_chars - len(note)
+    budget = room
+    shown = set()
+    text = render(store, root, max_chars=budget, shown=shown)
+    for _ in range(FIT_ATTEMPTS):  # CJK and markup make characters per token vary: shrink until it fits
+        if len(text) <= room:
+            break
+        budget = int(budget * room / len(text) * FIT_MARGIN)
+        shown = set()
+        text = render(store, root, max_chars=budget, shown=shown)
+    if len(text) > room:  # a single huge turn: cut at a line boundary
+        cut = text[:room]
+        nl = cut.rfind("\n")
+        text = cut[: nl + 1] if nl > room // 2 else cut
+    return text.rstrip("\n") + "\n" + note, shown
+
+
+def last_rendered(context_file, limit_chars):
+    """context.md as last rendered (no store is read), cut at a line boundary to *limit_chars*;
+    "" when there is none."""
+    try:
+        with open(context_file, encoding="utf-8", errors="replace") as f:
+            text = f.read(limit_chars + 1)
+    except OSError:
+        return ""
+    if len(text) > limit_chars:
+        cut = text[:limit_chars]
+        text = cut[: cut.rfind("\n") + 1] or cut
+    return text if text.strip() else ""
+
+
+def write(store, root, injection_chars=None):
+    """Re-render context.md under its lock, atomically; returns its path. With *injection_chars*
+    the SessionStart injection of at most that many characters is rendered too and kept
+    (``cached_injection``); else the one kept is dropped.
 
     The stale mark goes before the store is read: a change committed after that read marks
     the file stale again (``mark_stale`` follows the commit), so no change is ever lost."""
@@ -85,8 +126,8 @@ def write(store, root, injection=None):
         _unlink(paths.injection)
         try:
             atomic_write(paths.context_file, render(store, root), mode=0o600)
-            if injection is not None:
-                text, shown = injection(store)
+            if injection_chars is not None:
+                text, shown = injection(store, root, paths.context_file, injection_chars)
                 atomic_write(paths.injection, json.dumps({"text": text, "shown": sorted(shown)}), mode=0o600)
         except BaseException:
             mark_stale(store.dir)  # not rendered: still stale for the next refresh
