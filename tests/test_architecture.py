@@ -383,7 +383,6 @@ def test_agents_import_only_what_their_interface_needs():
 # holds a piece of that tool's knowledge (a table, an `if tool == ...`) that belongs in its module.
 TOOL_NAMES = {"claude", "codex", "gemini", "codex-notify"}
 TOOL_NAMES_ALLOWED = {  # module: why it names a tool
-    "ctxd.memory.core": "reconcile_tool's live-key prefixes; core.py is being split: they move to AgentTool after",
     "ctxd.memory.items": "reparse_legacy: rows an earlier Claude importer flattened (a store migration)",
 }
 

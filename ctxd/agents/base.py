@@ -162,6 +162,15 @@ class AgentTool(TranscriptFormat):
     reconcile_on_record = False
     doctor_ok_note = ""  # what `ctxd doctor` adds to the line saying it runs ctxd's hooks
 
+    def live_key_prefixes(self, session):
+        """The dedup-key prefixes its hooks give the live records of *session*; none when its
+        importer keys records as the hooks do (nothing to reconcile)."""
+        return ()
+
+    def is_imported_key(self, session, key):
+        """Whether *key* (of a record of *session*) is its transcript importer's."""
+        return False
+
     @property
     def notify_command(self):
         """The word after ``ctxd chat hook`` that runs the notify program (``<name>-notify``)."""

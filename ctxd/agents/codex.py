@@ -16,6 +16,13 @@ from ctxd.agents.base import AgentTool, Evidence, HookError, payload_id, payload
 
 class Codex(AgentTool):
     name = "codex"
+
+    def live_key_prefixes(self, session):
+        return (f"codex:{session}:", f"codex-hook:{session}:")
+
+    def is_imported_key(self, session, key):
+        head = f"codex:{session}:"  # the rollout importer's codex:<id>:<line>
+        return bool(key) and key.startswith(head) and key[len(head):].isdigit()
     label = "Codex"
     settings_dir = ".codex"
     settings_file = "hooks.json"

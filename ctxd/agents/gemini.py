@@ -264,6 +264,12 @@ def parse_gemini(f, cursor):
 
 class Gemini(AgentTool):
     name = "gemini"
+
+    def live_key_prefixes(self, session):
+        return (f"gemini-hook:{session}:",)
+
+    def is_imported_key(self, session, key):
+        return bool(key) and key.startswith(f"gemini:{session}:")
     label = "Gemini CLI"
     settings_dir = ".gemini"
     settings_file = "settings.json"

@@ -81,7 +81,7 @@ def project_memory(payload, redact=True):
 # (ProjectMemory.reconcile_tool).
 
 def _reconcile(mem, tool, session):
-    return mem.reconcile_tool(tool.name, session)
+    return mem.reconcile_tool(tool, session)
 
 
 def _record(mem, messages, tool, session=None):

@@ -223,15 +223,16 @@ class ProjectMemory:
     def has(self, dedup: str) -> bool:
         return self.store().has_dedup(dedup)
 
-    def reconcile_tool(self, tool: str, session: str | None) -> int:
-        """Delete the live records AI CLI *tool*'s hooks keep in *session* that an imported
-        transcript now holds (ctxd.memory.reconcile); how many."""
-        if not session:
+    def reconcile_tool(self, tool, session: str | None) -> int:
+        """Delete the live records AI CLI *tool*'s hooks (an ``AgentTool``) keep in *session* that
+        an imported transcript now holds (ctxd.memory.reconcile); how many."""
+        prefixes = tool.live_key_prefixes(session) if session else ()
+        if not prefixes:
             return 0
         from ctxd.memory import reconcile
 
-        prefixes, is_imported = reconcile.tool_keys(tool, session)
-        return reconcile.reconcile_live(self.store(), prefixes, is_imported, session)
+        return reconcile.reconcile_live(self.store(), prefixes, lambda key: tool.is_imported_key(session, key),
+                                        session)
 
     def import_file(self, path: str, fmt: str = "auto", *, session: str | None = None,
                     progress: Callable[[int], None] | None = None) -> ImportResult:

@@ -1,31 +1,12 @@
 """Live records an imported transcript now holds: found and deleted, one to one.
 
 AI CLI hooks record prompts and replies as they happen; the tool's transcript, imported later,
-is the record (tool calls and all). Claude's live prompts share their dedup key with its
-importer, so nothing is left to do; the Gemini and Codex importers key by record id or line, so
-after an import the live copies it now holds are deleted here.
+is the record (tool calls and all). Where a tool's importer keys records otherwise than its
+hooks (``AgentTool.live_key_prefixes`` / ``is_imported_key``), the live copies an import now
+holds are deleted here.
 
 Imported by the AI CLI hooks: nothing imported at all.
 """
-
-
-def tool_keys(tool, session):
-    """(prefixes of the keys AI CLI *tool*'s hooks give live records of *session*, is_imported(key):
-    whether a key is its importer's). No prefixes for a tool whose importer shares the hooks' keys."""
-    prefixes = {"gemini": (f"gemini-hook:{session}:",),
-                "codex": (f"codex:{session}:", f"codex-hook:{session}:")}.get(tool, ())
-
-    def is_imported(key):
-        if not key:
-            return False
-        if tool == "gemini":
-            return key.startswith(f"gemini:{session}:")
-        if tool == "codex":
-            head = f"codex:{session}:"
-            return key.startswith(head) and key[len(head):].isdigit()  # the rollout importer's codex:<id>:<line>
-        return False
-
-    return prefixes, is_imported
 
 
 def reconcile_live(store, live_prefixes, is_imported, session):

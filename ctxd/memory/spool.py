@@ -148,14 +148,14 @@ def _apply(mem, name, entry):
             if not store.spool_marked(MARK + name):
                 added = len(mem.record(records, redact=True, render=False))  # redacting again changes nothing
                 if added and cli is not None and cli.reconcile_on_record:
-                    gone = mem.reconcile_tool(tool, session)
+                    gone = mem.reconcile_tool(cli, session)
                 store.mark_spool(MARK + name)
     transcript = entry.get("transcript")
     if isinstance(transcript, str) and os.path.isfile(transcript):
         n, _malformed = mem.import_transcript(transcript, tool)
         added += n
-        if n:
-            gone += mem.reconcile_tool(tool, session)
+        if n and cli is not None:
+            gone += mem.reconcile_tool(cli, session)
     return bool(added or gone)
 
 
