@@ -189,7 +189,7 @@ def heaviest(rows, n=8):
     """The costliest imports ctxd causes: non-ctxd modules imported by ctxd code."""
     out = []
     started = False
-    for depth, name, _self, cum, parent in rows:
+    for _depth, name, _self, cum, parent in rows:
         if name.startswith("ctxd"):
             started = True
             continue

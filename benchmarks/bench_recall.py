@@ -615,7 +615,7 @@ def main():
     try:
         convs = [load(n.strip()) for n in args.conv.split(",") if n.strip()]
     except (OSError, ValueError, KeyError) as e:
-        raise SystemExit(f"cannot read the LoCoMo data in {DATA}: {e}")
+        raise SystemExit(f"cannot read the LoCoMo data in {DATA}: {e}") from e
     if args.lang == "zh":
         with open(ZH, encoding="utf-8") as f:
             zh = {(r["conv"], r["en"]): r["zh"] for r in json.load(f)["questions"]}

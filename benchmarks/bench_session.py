@@ -619,8 +619,8 @@ def run(name, paths, t, keep=False, show=False):
         p = ctxd(["chat", "hook", "claude"], env, proj, stdin=json.dumps(payload))
         try:
             inject = json.loads(p.stdout)["hookSpecificOutput"]["additionalContext"] if p.stdout.strip() else ""
-        except (ValueError, KeyError, TypeError):
-            raise SystemExit(f"{name}: SessionStart gave no context: {p.stdout[:200]!r} {p.stderr[:200]!r}")
+        except (ValueError, KeyError, TypeError) as e:
+            raise SystemExit(f"{name}: SessionStart gave no context: {p.stdout[:200]!r} {p.stderr[:200]!r}") from e
     finally:
         if keep:
             print(f"  kept {tmp}")

@@ -16,7 +16,6 @@ can be checked here:
 Neither mode makes bash 5 reject bash-4 syntax, which is why (1) exists.
 """
 
-import os
 import re
 
 import pytest

@@ -2,13 +2,11 @@
 exec DIR, teach --from) and the project's handoff ids (handoff show), through the generated
 scripts in completions/ in real bash and fish."""
 
-import os
 import subprocess
 
 import pytest
 
 import shellkit
-from ctxd.commands.completion import FILES
 from test_completions import COMPLETIONS, _read_until, _spawn, ctxd_complete, env
 
 
@@ -51,7 +49,7 @@ def test_bash_tab_completes_files_and_directories(tree):
         child = _spawn("bash", home)
         try:
             child.send(line + "\t")
-            _read_until(child, lambda t: want in t, f"{line}<TAB> -> {want}")
+            _read_until(child, lambda t, want=want: want in t, f"{line}<TAB> -> {want}")
         finally:
             child.close(force=True)
 

@@ -85,7 +85,10 @@ def test_a_claude_project_folder_imports_every_session_oldest_first(tmp_path):
     other = project(tmp_path / "q")
     for f in (SHORT, SUB, agent):
         assert ctxd("chat", "import", str(f), cwd=other).returncode == 0
-    count = lambda d: len(ctxd("chat", "log", "-n", "100000", "--json", cwd=d).stdout.splitlines())
+
+    def count(d):
+        return len(ctxd("chat", "log", "-n", "100000", "--json", cwd=d).stdout.splitlines())
+
     assert count(proj) == count(other) > 0
     again = ctxd("chat", "import", str(folder), cwd=proj)
     assert again.returncode == 0 and all(" 0 added" in line for line in again.stdout.splitlines())

@@ -2,7 +2,6 @@
 (tests/realcli/test_real_clis.py checks the verdicts against the real CLIs.)"""
 
 import json
-import os
 import shutil
 import subprocess
 

@@ -106,7 +106,7 @@ def test_auto_mode_hysteresis_and_decision_log(store, tmp_path):
     fill(store, [("user", "hello there"), ("assistant", "hi")])
     first = engine.assemble(store, budget=4000, log_dir=log)
     assert first.mode == "long"
-    for i in range(60):
+    for _ in range(60):
         fill(store, [("user", "Please look at that earlier point about it " + "x " * 60), ("assistant", "y " * 80)])
     second = engine.assemble(store, budget=1000, log_dir=log)  # long cannot hold it: switches at once
     assert second.mode == "hybrid"

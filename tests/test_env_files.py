@@ -12,7 +12,7 @@ import sys
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ctxd.activation import contextrc, dotenv_files, envdiff, planner
+from ctxd.activation import dotenv_files, envdiff, planner
 from ctxd.activation.allow import allow_rc
 from ctxd.activation.contextrc import RcError, parse_bytes
 from ctxd.activation.export import watch_value

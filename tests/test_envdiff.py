@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 
 from ctxd.activation import envdiff
 from ctxd.activation.detectors import Plan
-from ctxd.activation.state import State, decode, encode
+from ctxd.activation.state import decode, encode
 
 
 def plan(root="/p", sets=(), prepend=()):

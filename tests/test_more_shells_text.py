@@ -3,14 +3,12 @@
 a plain shell variable (never exported), and the drop-state command runs the
 restore code, then drops ctxd's state, quietly when there is no restore code."""
 
-import os
-
 import pytest
 
 import shellkit
 from ctxd.shells import SUPPORTED, get_shell
 from ctxd.shells.base import template_path
-from test_escaping_more import ENV_BIN, dump_env, eval_like_hook, read, read_env, run_shell, scratch, write_code
+from test_escaping_more import dump_env, eval_like_hook, read, read_env, run_shell, scratch, write_code
 
 SHELLS = shellkit.MORE_SHELLS
 

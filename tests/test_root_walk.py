@@ -46,7 +46,7 @@ def walk_plan(home, dirs, seed=7):
     rnd = random.Random(seed)
     homes = [str(home), str(home) + "/", "/", "", str(home / "sp ace")]
     plan, cur, h = [], dirs[1], homes[0]
-    for i in range(120):
+    for _ in range(120):
         r = rnd.random()
         if r < 0.08:
             h = rnd.choice(homes)

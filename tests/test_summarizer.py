@@ -19,7 +19,7 @@ def test_chunks_overlap_and_cover_everything():
     msgs = [M(i, "x" * 1000) for i in range(1, 41)]
     cs = summarizer.chunks(msgs)
     assert cs[0][0] == 1 and cs[-1][1] == 40
-    for (a0, a1, _), (b0, b1, _) in zip(cs, cs[1:]):
+    for (_a0, a1, _), (b0, _b1, _) in zip(cs, cs[1:]):
         assert b0 <= a1  # the next chunk starts inside the previous one: overlap
         assert a1 - b0 + 1 <= 3  # ~10 %, not more
 

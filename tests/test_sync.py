@@ -591,8 +591,10 @@ def test_doctor_checks_the_remote_and_the_ref(world):
     import json
 
     a = world("a")
-    checks = lambda: [c for c in json.loads(a.ctxd("doctor", "--json").stdout)["checks"]  # noqa: E731
-                      if c["name"].startswith("sync")]
+
+    def checks():
+        return [c for c in json.loads(a.ctxd("doctor", "--json").stdout)["checks"] if c["name"].startswith("sync")]
+
     got = checks()
     assert got and any(c["status"] == "warn" and "no refs/ctxd/memory yet" in c["message"] for c in got)
     a.add("x", session="s")

@@ -9,8 +9,6 @@
 Parsed once per content (cached as JSON like .contextrc files).
 """
 
-import os
-
 from ctxd import paths
 from ctxd.activation.fileio import cached_parse, toml_error_location
 from ctxd.errors import ConfigError

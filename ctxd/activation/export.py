@@ -11,7 +11,7 @@ import time
 
 from ctxd import paths
 from ctxd.activation import detectors, envdiff
-from ctxd.activation.state import STATE_VAR, TOLD_VAR, WATCH_VAR, State, decode, encode
+from ctxd.activation.state import STATE_VAR, TOLD_VAR, WATCH_VAR, decode, encode
 from ctxd.errors import StateError
 
 MANAGED = ("CTXD_ROOT", "CTXD_TYPES", "CTXD_CONTEXT_DIR", "CTXD_STATUS")

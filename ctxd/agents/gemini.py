@@ -142,7 +142,7 @@ def _whole_document(f):
     line; a /chat save checkpoint), or None when *f* is not one."""
     f.seek(0)
     head = f.read(SNIFF_LINE_BYTES).lstrip(b"\xef\xbb\xbf").lstrip()
-    if not head[:1] in (b"{", b"["):
+    if head[:1] not in (b"{", b"["):
         return None
     first = head.split(b"\n", 1)[0]
     try:

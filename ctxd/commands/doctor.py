@@ -125,7 +125,7 @@ def _private_tree(top):
     """(fails, warns) for a directory tree that must be the user's own: dirs 0700, files 0600."""
     fails, warns = [], []
     uid = os.getuid() if hasattr(os, "getuid") else None
-    for dirpath, dirnames, filenames in os.walk(top):
+    for dirpath, _dirnames, filenames in os.walk(top):
         for path, is_dir in [(dirpath, True)] + [(os.path.join(dirpath, f), False) for f in filenames]:
             try:
                 st = os.lstat(path)

@@ -25,8 +25,6 @@ LABELS = {
 
 def resolve(environ=None):
     """{key: path} for every key in LABELS (project keys None when no project is found)."""
-    import os
-
     from ctxd import paths
     from ctxd.shells.base import export_command
 

@@ -402,7 +402,7 @@ class Redactor:
             if not raw.replace("\n", "").replace("\t", "").isprintable():
                 continue
             inner = {}
-            plain = self._patterns(raw, lambda k: inner.__setitem__(k, 1))
+            plain = self._patterns(raw, lambda k, inner=inner: inner.__setitem__(k, 1))
             if plain == raw and self.gitleaks is not None:
                 inner.update((k, 1) for _a, _b, k in self.gitleaks.find(raw))
             if inner:

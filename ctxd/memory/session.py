@@ -556,7 +556,7 @@ def session_memory(store, root=None, *, session=None, scan=SCAN, decisions=True)
                 mem.requests.append((r["id"], clean(r["content"])))
             if r["id"] < read_from:
                 continue
-            for tag, kinds, s, _norm, _topic, _prio in facts_mod.extract(r["id"], r["ts"], "user", r["content"]):
+            for tag, _kinds, s, _norm, _topic, _prio in facts_mod.extract(r["id"], r["ts"], "user", r["content"]):
                 if tag in ("requirement", "preference") and not facts_mod.is_filler(s):
                     line = tidy(s, 300)
                     if line and line not in mem.decisions:
@@ -667,7 +667,7 @@ def session_memory(store, root=None, *, session=None, scan=SCAN, decisions=True)
     mem.commits = [(_day(ts), s) for s, (ts, _i) in sorted(commits.items(), key=lambda kv: kv[1], reverse=True)]
 
     # errors: open while the last run of that command (or test) still fails; else what fixed it
-    for key, runs in mem.runs.items():
+    for runs in mem.runs.values():
         fails = [i for i, c in enumerate(runs) if c.ok is False]
         if not fails:
             continue

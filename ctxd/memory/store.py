@@ -15,7 +15,9 @@ import time
 
 from ctxd.activation.fileio import atomic_write, sha256_hex
 from ctxd.errors import CtxdError, ExitCode
+from ctxd.isotime import format_utc
 from ctxd.memory import tokens
+from ctxd.memory.layout import DB_NAME, OUTPUTS
 from ctxd.memory.store_concepts import ConceptsTables
 from ctxd.memory.store_embed import EmbedTables
 from ctxd.memory.store_facts import FactsTables
@@ -24,8 +26,6 @@ from ctxd.memory.store_sync import SyncTables
 from ctxd.memory.store_tasks import TasksTables
 
 ROLES = ("user", "assistant", "system", "tool")
-from ctxd.memory.layout import DB_NAME, OUTPUTS  # noqa: F401  (the layout has one home)
-from ctxd.isotime import format_utc
 DEFAULT_OFFLOAD = 8192  # characters
 PREVIEW_HEAD = 1000
 PREVIEW_TAIL = 1000

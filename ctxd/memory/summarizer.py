@@ -111,7 +111,7 @@ def _summarise(store, s):
     older = [m for m in store.iter_all() if m.id <= upto]
     parts = []
     try:
-        for first, last, text in chunks(older):
+        for _first, _last, text in chunks(older):
             parts.append(run(s["command"], PROMPT + text, s["timeout"]))
     except (OSError, RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
         reason = "timed out" if isinstance(e, subprocess.TimeoutExpired) else str(e)

@@ -279,7 +279,10 @@ def tracking_ref(remote):
 
 def encode_segment(header, items):
     """The bytes of one segment (deterministic: the same items make the same blob)."""
-    dump = lambda o: json.dumps(o, ensure_ascii=False, sort_keys=True, separators=(",", ":"))  # noqa: E731
+
+    def dump(o):
+        return json.dumps(o, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
     text = "\n".join([dump(dict(header, items=len(items)))] + [dump(i) for i in items]) + "\n"
     return gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)
 
@@ -372,9 +375,14 @@ def _valid(item):
     from ctxd.memory import items as items_mod
 
     t = item.get("t")
-    s = lambda k: isinstance(item.get(k), str)  # noqa: E731
-    num = lambda k: (isinstance(item.get(k), (int, float)) and not isinstance(item.get(k), bool)  # noqa: E731
-                     and math.isfinite(item[k]))
+
+    def s(k):
+        return isinstance(item.get(k), str)
+
+    def num(k):
+        v = item.get(k)
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
     if t == "msg":
         return (s("key") and item["key"] and item.get("kind") in items_mod.KINDS and s("content") and num("ts")
                 and isinstance(item.get("session", ""), str) and isinstance(item.get("source", ""), str)

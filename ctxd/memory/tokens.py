@@ -18,6 +18,7 @@ downloaded) and falls back to the estimate otherwise. ``count_info`` and
 """
 
 import codecs
+import re as _re
 from collections import Counter
 from operator import mul
 
@@ -473,8 +474,6 @@ def count(text, encoding=None):
 
 
 # -- a count that never underrates: for hard budgets ------------------------------------
-
-import re as _re
 
 # Runs the estimator underrates: hex digests, base64, redaction stamps, long identifiers that mix
 # letters and digits. BPE splits them into short pieces: about 1.3-2 characters a token.

@@ -22,7 +22,6 @@ import time
 import pytest
 
 from e2ekit import comparable, output_lines, plain_dir
-from shellkit import PROMPT
 
 N = 2000
 VARIANTS = ("bash", "bash-compat32", "zsh", "fish")

@@ -16,12 +16,6 @@ import sys
 import sysconfig
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)
-
-from stub_model import StubModel  # noqa: E402
-
 # Read once at import, before a test's fixtures point HOME/XDG_* at tmp dirs.
 _CACHE = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
 BIN_DIR = os.environ.get("CTXD_REALCLI_BIN") or os.path.join(_CACHE, "ctxd-ci", "npm", "node_modules", ".bin")

@@ -272,7 +272,10 @@ def body(conv, topics, style, exchanges, correction_at, correct, **kw):
 def table(headers, rows):
     """A plain-text table, as psql or a CLI would print it."""
     widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(headers)]
-    line = lambda cells: " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
+
+    def line(cells):
+        return " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
+
     return "\n".join([line(headers), "-+-".join("-" * w for w in widths)] + [line(r) for r in rows])
 
 
@@ -423,7 +426,10 @@ def a_paste_night(conv):
     night[0] += 1
     legacy = [r.randint(38, 61), r.randint(62, 95), r.randint(18, 33)]
     new = [r.randint(21, 40), r.randint(30, 58), r.randint(12, 24)]
-    hm = lambda m: f"{m // 60}:{m % 60:02d}"
+
+    def hm(m):
+        return f"{m // 60}:{m % 60:02d}"
+
     exact = r.randint(36, 40)
     tables = r.sample(A_SLOTS["table"], 40 - exact) if exact < 40 else []
     odd = [f"{t} {r.choice('+-')}{r.randint(1, 25)} rows" for t in tables]
@@ -970,7 +976,10 @@ def c_log(seed):
     lines, counts = [], {"timeout": 0, "refused": 0, "worker": 0, "pool": 0, "slow": 0}
     t = 14 * 3600
     pid = 4100
-    hexid = lambda: "".join(r.choice("0123456789abcdef") for _ in range(12))
+
+    def hexid():
+        return "".join(r.choice("0123456789abcdef") for _ in range(12))
+
     clients = [f"10.42.{r.randint(0, 15)}.{r.randint(2, 250)}" for _ in range(30)]
     upstreams = ["10.42.3.21", "10.42.3.22", "10.42.5.17", "10.42.5.18", "10.42.6.40", "10.42.6.41"]
     agents = ["PaymentsApp/5.12.0 (iOS 17.2)", "PaymentsApp/5.12.0 (Android 14)", "PaymentsApp/5.11.3 (iOS 16.7)",
