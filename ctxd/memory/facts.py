@@ -14,21 +14,61 @@ import re
 _SENT = re.compile(r"(?<=[.!?。！？])\s+|\n+|(?<=[。！？])")
 
 RX = {
-    "money": re.compile(r"(?:[$€£¥]\s?\d[\d,.]*\s?[kKmM]?\b|\b\d[\d,.]*\s?(?:[kKmM]\s?)?(?:USD|EUR|GBP|CNY|RMB|JPY|dollars?|euros?)\b|\d[\d,.]*\s?(?:万|千|百)?\s?(?:元|美元|人民币|块))"),
-    "number": re.compile(r"\b\d[\d,.]*\s?(?:%|ms|s|sec|seconds?|minutes?|min|hours?|h|days?|weeks?|months?|years?|[KMGT]i?B|bytes?|rps|qps|req/s|users?|nodes?|cores?|GB|MB|TB|x|errors?|timeouts?|requests?|failures?|retries|connections?|rows?|tables?|records?|replicas?|shards?|instances?|workers?|threads?|people|engineers?)\b|\b\d[\d,]*\s[a-z-]+\s(?:errors|timeouts|requests|failures|retries|connections|rows|records|users|kills|warnings)\b|\b(?:port|pid|uid|gid|id|issue|pr|#)\s*#?\d{2,}\b|\d+(?:\.\d+)?\s?(?:毫秒|秒|分钟|小时|天|周|个月|年|人|台|核|万|千|%)|(?:端口|编号|工号)\s*\d+"),
-    "date": re.compile(r"\b\d{1,2}:\d{2}(?::\d{2})?\s?(?:UTC|GMT|CET|PST|EST|[AaPp]\.?[Mm]\.?)\b|\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}/\d{2,4}\b|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?(?:,? \d{4})?\b|\d{4}年\d{1,2}月(?:\d{1,2}日)?|\d{1,2}月\d{1,2}[日号]|\b(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|tomorrow|today|next week)\b|(?:周[一二三四五六日]|星期[一二三四五六日天]|明天|下周)"),
+    "money": re.compile(r"""
+        [$€£¥]\s?\d[\d,.]*\s?[kKmM]?\b                          # $12k, € 3.5M
+      | \b\d[\d,.]*\s?(?:[kKmM]\s?)?(?:USD|EUR|GBP|CNY|RMB|JPY|dollars?|euros?)\b   # 40k USD
+      | \d[\d,.]*\s?(?:万|千|百)?\s?(?:元|美元|人民币|块)          # 5万元, 300 块
+    """, re.X),
+    "number": re.compile(r"""
+        \b\d[\d,.]*\s?(?:                                       # a number and its unit
+            %|ms|s|sec|seconds?|minutes?|min|hours?|h|days?|weeks?|months?|years?
+          | [KMGT]i?B|bytes?|rps|qps|req/s|users?|nodes?|cores?|GB|MB|TB|x
+          | errors?|timeouts?|requests?|failures?|retries|connections?|rows?|tables?|records?
+          | replicas?|shards?|instances?|workers?|threads?|people|engineers?
+        )\b
+      | \b\d[\d,]*\s[a-z-]+\s(?:errors|timeouts|requests|failures|retries|connections|rows|records
+                                |users|kills|warnings)\b        # 12 upstream timeouts
+      | \b(?:port|pid|uid|gid|id|issue|pr|\#)\s*\#?\d{2,}\b     # port 5432, issue #123
+      | \d+(?:\.\d+)?\s?(?:毫秒|秒|分钟|小时|天|周|个月|年|人|台|核|万|千|%)   # 200毫秒, 3台
+      | (?:端口|编号|工号)\s*\d+                                  # 端口 8080
+    """, re.X),
+    "date": re.compile(r"""
+        \b\d{1,2}:\d{2}(?::\d{2})?\s?(?:UTC|GMT|CET|PST|EST|[AaPp]\.?[Mm]\.?)\b   # 14:30 UTC, 9:00 am
+      | \b\d{4}-\d{2}-\d{2}\b                                   # 2026-03-14
+      | \b\d{1,2}/\d{1,2}/\d{2,4}\b                             # 3/14/26
+      | \b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?\ \d{1,2}(?:st|nd|rd|th)?
+        (?:,?\ \d{4})?\b                                        # March 14th, 2026
+      | \d{4}年\d{1,2}月(?:\d{1,2}日)?                           # 2026年3月14日
+      | \d{1,2}月\d{1,2}[日号]                                   # 3月14号
+      | \b(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|tomorrow|today|next\ week)\b
+      | (?:周[一二三四五六日]|星期[一二三四五六日天]|明天|下周)
+    """, re.X),
     "version": re.compile(r"\bv\d+(?:\.\d+)+\b|\b[A-Za-z][\w.+-]*[ -]v?\d+\.\d+(?:\.\d+)*\b|\b[a-z]+-\d+(?:\.\d+)*\b"),
     "path": re.compile(r"(?:~|\.{1,2})?/(?:[\w.@+-]+/)*[\w.@+-]+|\b[\w.-]+/(?:[\w.-]+/)*[\w-]+\.[A-Za-z0-9]{1,6}\b"),
     "url": re.compile(r"\bhttps?://[^\s)>\]\"'，。]+"),
     "identifier": re.compile(r"\b[A-Z][A-Z0-9]{1,9}-\d+\b|#[\w-]{2,}|@[\w-]{2,}"),
-    "constraint": re.compile(r"(?i)\b(?:do not|don't|never|must not|mustn't|must|should not|cannot|can't|at most|at least|no more than|no less than|not exceed|not more than|hard (?:requirement|rule|limit)|forbidden|required|mandatory|red line)\b|不要|不能|不得|不可|禁止|必须|至少|至多|最多|不超过|不少于|不低于|不高于|只能|务必|红线|硬性"),
+    "constraint": re.compile(r"""
+        \b(?:do\ not|don't|never|must\ not|mustn't|must|should\ not|cannot|can't
+           |at\ most|at\ least|no\ more\ than|no\ less\ than|not\ exceed|not\ more\ than
+           |hard\ (?:requirement|rule|limit)|forbidden|required|mandatory|red\ line)\b
+      | 不要|不能|不得|不可|禁止|必须|至少|至多|最多|不超过|不少于|不低于|不高于|只能|务必|红线|硬性
+    """, re.I | re.X),
     "question": None,  # ASKED or OPEN, below
     "progress": re.compile(r"(?i)\bI(?:'ve| have)?\s+(?:now\s+|already\s+|finally\s+|just\s+)?(?:learned|learnt|mastered|"
                            r"understood|figured out|got the hang of|nailed)\b|\bI (?:now )?(?:understand|get) (?:how|why|what)\b|"
                            r"我(?:已经|现在|终于|基本)?(?:掌握|学会|理解|搞懂|弄懂|弄明白|搞明白|熟悉)了"),
-    "preference": re.compile(r"(?i)\b(?:i prefer|i'd prefer|i like|i want|please (?:always|never|use|keep|answer|reply|write|be)|i'd rather|my preferences?|preferences? on how)\b|我(?:更)?喜欢|我希望|我想要|请(?:用|使用|始终|总是|不要|先)|偏好|习惯"),
+    "preference": re.compile(r"""
+        \b(?:i\ prefer|i'd\ prefer|i\ like|i\ want|please\ (?:always|never|use|keep|answer|reply|write|be)
+           |i'd\ rather|my\ preferences?|preferences?\ on\ how)\b
+      | 我(?:更)?喜欢|我希望|我想要|请(?:用|使用|始终|总是|不要|先)|偏好|习惯
+    """, re.I | re.X),
     "todo": re.compile(r"(?i)\b(?:todo|to-do|next step|action item|we need to|need to|remember to|follow up|pending)\b|待办|下一步|需要做|记得|跟进"),
-    "correction": re.compile(r"(?i)\b(?:actually|correction|change[sd]? to|move[sd]? to|no longer|update:|scratch that|not \S+ anymore|revised|postponed|pushed (?:back|out) to|raised to|lowered to|increased to|reduced to|from \S+ to)\b|改为|改成|改到|推迟到|提前到|提高到|降低到|更正|不再|其实是|修改为|作废|以新的"),
+    "correction": re.compile(r"""
+        \b(?:actually|correction|change[sd]?\ to|move[sd]?\ to|no\ longer|update:|scratch\ that
+           |not\ \S+\ anymore|revised|postponed|pushed\ (?:back|out)\ to
+           |raised\ to|lowered\ to|increased\ to|reduced\ to|from\ \S+\ to)\b
+      | 改为|改成|改到|推迟到|提前到|提高到|降低到|更正|不再|其实是|修改为|作废|以新的
+    """, re.I | re.X),
 }
 
 # A question asked (a "?", 吗/呢 at the end, 为什么/为何/怎么): the next reply answers it. A question
