@@ -34,7 +34,7 @@ def domain_errors():
     from ctxd.handoff.archive import ArchiveError
     from ctxd.agents.base import HookError
     from ctxd.memory.importing import ImportFailed
-    from ctxd.memory.store import StoreCorrupt
+    from ctxd.memory.store_errors import StoreCorrupt
 
     return [HookError("the payload has no cwd"), ImportFailed("x.jsonl: cannot tell which tool wrote it"),
             StoreCorrupt("the store is corrupt: run ctxd chat recover"), ArchiveError("no such archive"),

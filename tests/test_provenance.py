@@ -16,7 +16,8 @@ import pytest
 from ctxd.handoff import archive as arch
 from ctxd.memory import importing as im
 from ctxd.memory import items
-from ctxd.memory.store import SCHEMA_VERSION, Store
+from ctxd.memory.store import Store
+from ctxd.memory.store_schema import SCHEMA_VERSION
 
 REAL = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                     "shared", "data", "real-transcripts")

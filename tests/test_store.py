@@ -11,9 +11,10 @@ import time
 import pytest
 
 from ctxd.errors import ExitCode
-from ctxd.memory import store as store_mod
 from ctxd.memory.redact import Redactor, from_config
-from ctxd.memory.store import Store, StoreCorrupt, recover
+from ctxd.memory.store import Store, recover
+from ctxd.memory.store_errors import StoreCorrupt, StoreError
+from ctxd.memory.store_schema import SCHEMA_VERSION
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -58,7 +59,7 @@ def test_files_private_and_schema_versioned(tmp_path):
     assert oct(out.stat().st_mode & 0o777) == "0o700"
     assert all(oct(p.stat().st_mode & 0o777) == "0o600" for p in out.iterdir())
     db = sqlite3.connect(tmp_path / "ctx" / "store.db")
-    assert db.execute("PRAGMA user_version").fetchone()[0] == store_mod.SCHEMA_VERSION
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
@@ -67,7 +68,7 @@ def test_newer_schema_is_refused(tmp_path):
     db = sqlite3.connect(tmp_path / "store.db")
     db.execute("PRAGMA user_version = 99")
     db.close()
-    with pytest.raises(store_mod.StoreError, match="newer ctxd"):
+    with pytest.raises(StoreError, match="newer ctxd"):
         Store(str(tmp_path))
 
 

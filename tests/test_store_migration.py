@@ -15,7 +15,9 @@ import sys
 import pytest
 
 from ctxd.memory import items
-from ctxd.memory.store import SCHEMA_VERSION, Store, StoreError
+from ctxd.memory.store import Store
+from ctxd.memory.store_errors import StoreError
+from ctxd.memory.store_schema import SCHEMA_VERSION
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "data", "stores", "v4-real-imports.db")
 

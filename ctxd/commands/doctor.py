@@ -440,7 +440,7 @@ _UNAVAILABLE_FIX = {
 
 def check_store(environ):
     from ctxd.memory.core import ProjectMemory
-    from ctxd.memory.store import StoreCorrupt, StoreError, StoreUnavailable
+    from ctxd.memory.store_errors import StoreCorrupt, StoreError, StoreUnavailable
 
     try:
         mem = ProjectMemory.at(environ=dict(environ), redact=False, busy_timeout=DOCTOR_BUSY_SECONDS)

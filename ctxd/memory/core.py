@@ -323,7 +323,7 @@ class ProjectMemory:
         """
         from ctxd import boundary
         from ctxd.memory import recall
-        from ctxd.memory.store import StoreError
+        from ctxd.memory.store_errors import StoreError
 
         if not self.exists() or not prompt.strip():
             return ""
@@ -447,7 +447,7 @@ class ProjectMemory:
         import sqlite3
 
         from ctxd.memory import render, summarizer
-        from ctxd.memory.store import StoreError
+        from ctxd.memory.store_errors import StoreError
 
         try:
             return summarizer.spawn_refresh(self.project, self._store, now=render.is_stale(self.context_dir))

@@ -93,7 +93,7 @@ def replay(mem, spool_dirs, time_limit=None):
     """
     from ctxd import boundary
     from ctxd.activation.fileio import Busy, locked
-    from ctxd.memory.store import StoreUnavailable
+    from ctxd.memory.store_errors import StoreUnavailable
 
     if not _pending(spool_dirs):
         return 0
