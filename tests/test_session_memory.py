@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from ctxd.memory import importing as im
-from ctxd.memory import engine, fact_merge, facts, items, render, render_formats, session, summary_cache, tokens
+from ctxd.memory import engine, fact_merge, facts, items, render, render_formats, session, session_text, session_tools, summary_cache, tokens
 from ctxd.memory.store import Store
 
 REAL = os.path.join(os.path.dirname(__file__), "contracts", "real")
@@ -72,8 +72,8 @@ def test_requests_are_typed_prompts_newest_first(store):
              and isinstance(d["message"].get("content"), str) and not d.get("isMeta")
              and not d["message"]["content"].startswith(("<", "["))]
     mem = session.session_memory(imported(store, rel))
-    assert [t for _i, t in mem.requests] == [session.clean(t, session.MAX_REQUEST) for t in reversed(typed)]
-    assert mem.initial_request == typed[0] and mem.current == session.clean(typed[-1], session.MAX_REQUEST)
+    assert [t for _i, t in mem.requests] == [session_text.clean(t, session.MAX_REQUEST) for t in reversed(typed)]
+    assert mem.initial_request == typed[0] and mem.current == session_text.clean(typed[-1], session.MAX_REQUEST)
 
 
 def test_codex_requests_follow_the_user_message_events(store):
@@ -110,7 +110,7 @@ def test_a_failed_call_is_an_error_until_it_succeeds(store):
                for c in d["message"]["content"] if isinstance(c, dict) and c.get("is_error")]
     assert len(mem.errors) == len(failing) == 1
     failed, fix = mem.errors[0]
-    assert failed.error == session.clean(failing[0][1].splitlines()[0], 160) and fix is None
+    assert failed.error == session_text.clean(failing[0][1].splitlines()[0], 160) and fix is None
     assert "- not fixed yet" not in session.sections(mem)["Errors and fixes"][0]
     assert session.sections(mem)["Errors and fixes"][0].endswith("— not fixed yet")
 
@@ -247,7 +247,7 @@ def test_a_question_is_a_fact_while_it_is_open(store):
     ("cat .pytest.log", "====== 3 passed, 1 failed in 0.12s ======", (3, 1)),  # a runner's summary line
 ])
 def test_test_counts(command, output, counts):
-    assert session.test_counts(command, output) == counts
+    assert session_tools.test_counts(command, output) == counts
 
 
 @pytest.mark.parametrize("command, output, subject", [
@@ -258,7 +258,7 @@ def test_test_counts(command, output, counts):
     ("git status", None, None),
 ])
 def test_commit_subjects(command, output, subject):
-    assert session.commit_subject(command, output) == subject
+    assert session_tools.commit_subject(command, output) == subject
 
 
 def test_paths_are_relative_to_the_root_and_failed_edits_do_not_count(store):
@@ -457,7 +457,7 @@ def test_gemini_state_snapshot_parts_are_parsed_not_pasted(store):
             "  <key_knowledge>\n    - write_file is not available\n    - the generalist agent hit the daily quota\n"
             "  </key_knowledge>\n  <current_plan>\n    1. [DONE] Check the tools\n    2. [IN PROGRESS] Create hello.txt"
             "\n    3. [TODO] Create hello.py\n  </current_plan>\n</state_snapshot>")
-    parts = session.summary_parts(text)
+    parts = session_tools.summary_parts(text)
     assert parts["overall_goal"] == ["Create hello.txt and hello.py"]
     assert parts["key_knowledge"] == ["- write_file is not available", "- the generalist agent hit the daily quota"]
     c = dict(session="g", source="gemini")
@@ -477,7 +477,7 @@ def test_gemini_state_snapshot_parts_are_parsed_not_pasted(store):
     ("short", 40, "short"),
 ])
 def test_cuts_fall_on_sentence_or_word_boundaries(text, limit, want):
-    got = session.cut(text, limit)
+    got = session_text.cut(text, limit)
     assert got == want.strip() and len(got) <= limit
 
 
@@ -487,13 +487,13 @@ def test_cuts_fall_on_sentence_or_word_boundaries(text, limit, want):
     "</summary", "**", "Optional Next Step:",
 ])
 def test_plumbing_and_empty_labels_are_never_shown(line):
-    assert session.tidy(line) == ""
+    assert session_text.tidy(line) == ""
 
 
 @pytest.mark.parametrize("line", ["Let me check the test again:", "Now I'll run the linter.", "I need to fetch deps.",
                                   "Okay, let me look.", "Now let me close the task and move to the next one:"])
 def test_narration_is_recognised(line):
-    assert session.is_narration(line)
+    assert session_text.is_narration(line)
 
 
 def test_replies_narration_never_becomes_a_point_or_a_task(store):
@@ -508,7 +508,7 @@ def test_replies_narration_never_becomes_a_point_or_a_task(store):
     md = memory_md(store, 2000)
     for section_name in ("Key technical points", "Pending tasks", "Errors and fixes", "Next step"):
         for line in section(md, section_name):
-            assert not session.is_narration(line) and not line.startswith("ialyzer"), (section_name, line)
+            assert not session_text.is_narration(line) and not line.startswith("ialyzer"), (section_name, line)
 
 
 def _commit_session(t, n_cmds, subject):

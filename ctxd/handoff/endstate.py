@@ -70,13 +70,13 @@ def report_start(text, limit=REPORT_CHARS):
 def end_state(store, session, root, messages):
     """The end state of *session* (see the module), or None when it is no coding session.
     *messages*: the session's stored items (Store.iter_all), oldest first."""
-    from ctxd.memory import session as session_mod
+    from ctxd.memory import session as session_mod, session_text
 
     mem = session_mod.session_memory(store, root, session=session, decisions=False)
     if not (mem.files or mem.commands or mem.commits or mem.todos or any(m.kind == "tool_call" for m in messages)):
         return None
     typed = [m for m in messages if m.kind == "prompt" and getattr(m, "provenance", "human") in ("human", "", None)]
-    last = next((m.content for m in reversed(typed) if session_mod.is_substantive(m.content)), None)
+    last = next((m.content for m in reversed(typed) if session_text.is_substantive(m.content)), None)
     report = ""
     for m in reversed(messages):
         if m.kind == "reply" and getattr(m, "provenance", "agent") in ("agent", "", None):

@@ -165,13 +165,13 @@ def assemble(store, *, budget, mode="auto", query=None, system=None, system_comp
         ctx.parts.append(p)
         used += p.tokens
 
-    from ctxd.memory import session as session_mod
+    from ctxd.memory import session as session_mod, session_text
 
     # in summary and hybrid the facts carry the user's constraints: the memory does not repeat them
     with_decisions = mode not in ("summary", "hybrid")
     mem = session_mod.session_memory(store, root, decisions=with_decisions)
     if mem.initial_request and mem.initial_id:
-        mem.initial_request = session_mod.clean(mark_superseded(store, mem.initial_request, mem.initial_id), 600)
+        mem.initial_request = session_text.clean(mark_superseded(store, mem.initial_request, mem.initial_id), 600)
     ctx.memory = mem
     if mode != "zero" and (mode in ("summary", "hybrid") or mem.files or mem.commands or mem.todos):
         ctx.memory_sections = memory_sections(mem, int(budget * (QUERY_MEMORY_SHARE if query else MEMORY_SHARE)),

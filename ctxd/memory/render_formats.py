@@ -12,7 +12,7 @@ import re
 
 from ctxd.memory import facts as facts_mod
 from ctxd.memory import origin as origin_mod
-from ctxd.memory import session as session_mod
+from ctxd.memory import session as session_mod, session_text
 from ctxd.memory.engine import PER_MESSAGE
 from ctxd.memory.tokens import ceiling, estimate
 
@@ -34,7 +34,7 @@ def _shown(m):
     sequences out."""
     if m.kind == "tool_call":
         return session_mod.call_line(m.tool or "tool", m.content, m.data)
-    return session_mod.strip_ansi(m.content)
+    return session_text.strip_ansi(m.content)
 
 
 def fit(ctx, build):
@@ -198,9 +198,9 @@ def session_memory(ctx):
         on_purpose = "msg_kind" in keys and r["msg_kind"] == "meta" and r["msg_source"] == "mcp"
         if (role not in ("user", "assistant") and not on_purpose) or r["superseded_by"] is not None:
             continue  # summaries (read as parts), tool text; a superseded value is no end state
-        text = session_mod.tidy(r["text"], 220)
-        if not text or (role == "assistant" and (session_mod.is_narration(text) or not _starts_sentence(text)
-                                                  or session_mod.looks_like_code(text))):
+        text = session_text.tidy(r["text"], 220)
+        if not text or (role == "assistant" and (session_text.is_narration(text) or not _starts_sentence(text)
+                                                  or session_text.looks_like_code(text))):
             continue
         if r["tag"] == "question":
             if role == "user" and f"Open question: {text}" not in out["Pending tasks"]:
@@ -229,7 +229,7 @@ def session_memory(ctx):
     if not out["Current work"]:
         last = [m for m in ctx.recent if (m.kind == "prompt" or (not m.kind and m.role == "user")) and not m.author][-1:]
         if last and (ctx.facts or out["User messages"]):
-            out["Current work"].append(session_mod.cut(last[0].content, 400))
+            out["Current work"].append(session_text.cut(last[0].content, 400))
     return {k: v for k, v in out.items() if v}
 
 

@@ -72,13 +72,13 @@ def summary_block(store, older_upto, budget, cache_dir, llm=None):
 def held_to_rules(text):
     """A summarizer's text under the session memory's rules: no narration, no plumbing, no XML
     tags or stray markdown, no line cut inside a word (a bullet keeps its dash)."""
-    from ctxd.memory import session as session_mod
+    from ctxd.memory import session_text
 
     out = []
     for line in text.splitlines():
         bullet = line.lstrip().startswith(("- ", "* ", "• "))
-        shown = session_mod.tidy(line, 400)
-        if not shown or session_mod.is_narration(shown):
+        shown = session_text.tidy(line, 400)
+        if not shown or session_text.is_narration(shown):
             continue
         out.append(("- " if bullet else "") + shown)
     return "\n".join(out)
