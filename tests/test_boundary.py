@@ -31,7 +31,7 @@ def log_text():
 
 def domain_errors():
     from ctxd.activation.contextrc import RcError
-    from ctxd.handoff.archive import ArchiveError
+    from ctxd.handoff.archive_schema import ArchiveError
     from ctxd.agents.base import HookError
     from ctxd.memory.importing import ImportFailed
     from ctxd.memory.store_errors import StoreCorrupt

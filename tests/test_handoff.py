@@ -12,8 +12,7 @@ import pytest
 
 from ctxdtest import write_config
 from ctxd.errors import ExitCode
-from ctxd.handoff import archive as A
-from ctxd.handoff import build as B
+from ctxd.handoff import archive, archive_schema, build, environment, learner
 from ctxd.memory.store import Store
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -28,7 +27,7 @@ def ctxd(*args, cwd, input=None, env=None):
 
 
 def sample(session="s1", **over):
-    a = A.empty(session, "2026-11-30T10:00:00Z", "zh")
+    a = archive_schema.empty(session, "2026-11-30T10:00:00Z", "zh")
     a["topic"] = {"title": "学习 TCP", "current_subtopic": "TIME_WAIT", "stage": "learning"}
     a["progress"] = {"completed": ["三次握手"], "in_progress": "TIME_WAIT 为什么要等 2MSL？", "next_up": ["拥塞控制"]}
     a["key_points"] = [{"concept": "三次握手", "understanding_level": "mechanism", "mastery_level": "medium",
@@ -56,21 +55,21 @@ def sample(session="s1", **over):
 
 def test_round_trip_save_load_is_equal(tmp_path):
     a = sample()
-    path = A.save(str(tmp_path), a)
+    path = archive.save(str(tmp_path), a)
     assert os.path.basename(path) == "s1_v1.json" and a["id"] == "s1_v1" and a["version"] == 1
-    assert A.load(path) == a
-    assert json.loads(A.dumps(a)) == a
+    assert archive.load(path) == a
+    assert json.loads(archive.dumps(a)) == a
     # every list element on a line of its own
     text = open(path, encoding="utf-8").read()
     assert '  {"text": "答辩时间是 2026-06-30", "tag": "background", "superseded": true}' in text.splitlines()
-    assert A.latest(str(tmp_path)) == ("s1_v1", path, a)
-    assert A.recent(str(tmp_path)) == [("s1_v1", "学习 TCP", A.entries(str(tmp_path))[0]["updated"], path)]
+    assert archive.latest(str(tmp_path)) == ("s1_v1", path, a)
+    assert archive.recent(str(tmp_path)) == [("s1_v1", "学习 TCP", archive.entries(str(tmp_path))[0]["updated"], path)]
     assert oct(os.stat(path).st_mode & 0o777) == "0o600"
 
 
 def test_empty_is_valid_and_latest_of_nothing_is_none(tmp_path):
-    assert A.validate(A.empty("x")) and A.problems(A.empty("x")) == []
-    assert A.latest(str(tmp_path)) is None and A.recent(str(tmp_path)) == []
+    assert archive_schema.validate(archive_schema.empty("x")) and archive_schema.problems(archive_schema.empty("x")) == []
+    assert archive.latest(str(tmp_path)) is None and archive.recent(str(tmp_path)) == []
 
 
 @pytest.mark.parametrize("mutate,where", [
@@ -89,8 +88,8 @@ def test_empty_is_valid_and_latest_of_nothing_is_none(tmp_path):
 def test_validation_names_the_field(tmp_path, mutate, where):
     a = sample()
     mutate(a)
-    with pytest.raises(A.ArchiveError) as e:
-        A.save(str(tmp_path), a)
+    with pytest.raises(archive_schema.ArchiveError) as e:
+        archive.save(str(tmp_path), a)
     assert where in e.value.message and e.value.exit_code == ExitCode.CONFIG
     assert not os.path.exists(os.path.join(str(tmp_path), "handoffs", "s1_v1.json"))
 
@@ -100,10 +99,10 @@ def test_validation_names_the_field(tmp_path, mutate, where):
 def test_seed_1_0_migrates_with_defaults_and_is_not_touched():
     before = open(SEED, "rb").read()
     assert json.loads(before)["schema_version"] == "1.0"
-    a = A.load(SEED)
+    a = archive.load(SEED)
     assert open(SEED, "rb").read() == before
-    assert a["schema_version"] == A.CURRENT_SCHEMA and a["migrated_from"] == "1.0"
-    assert A.problems(a) == []
+    assert a["schema_version"] == archive_schema.CURRENT_SCHEMA and a["migrated_from"] == "1.0"
+    assert archive_schema.problems(a) == []
     assert a["session_id"] == "tcp-study" and a["created_at"] == "2025-03-02T21:14:05Z" and a["language"] == "zh"
     assert a["topic"] == {"title": "TCP 协议学习", "current_subtopic": "TIME_WAIT 状态与 2MSL", "stage": "learning"}
     assert a["progress"]["completed"][0] == "TCP 三次握手"
@@ -125,78 +124,78 @@ def test_seed_1_0_migrates_with_defaults_and_is_not_touched():
 
 
 def test_migrated_archive_saves_as_current_and_reloads(tmp_path):
-    a = A.load(SEED)
-    path = A.save(str(tmp_path), a)
-    again = A.load(path)
-    assert again == a and json.load(open(path))["schema_version"] == A.CURRENT_SCHEMA
+    a = archive.load(SEED)
+    path = archive.save(str(tmp_path), a)
+    again = archive.load(path)
+    assert again == a and json.load(open(path))["schema_version"] == archive_schema.CURRENT_SCHEMA
 
 
 def test_newer_and_unknown_schemas_are_clear_errors(tmp_path):
     newer = tmp_path / "n_v1.json"
     newer.write_text(json.dumps({"schema_version": "9.1", "session_id": "n"}))
-    with pytest.raises(A.ArchiveTooNew) as e:
-        A.load(str(newer))
+    with pytest.raises(archive_schema.ArchiveTooNew) as e:
+        archive.load(str(newer))
     assert "9.1 is newer than this ctxd supports (up to 2.0)" in e.value.message
     odd = tmp_path / "odd.json"
     odd.write_text(json.dumps({"schema_version": "0.5"}))
-    with pytest.raises(A.ArchiveError, match="unknown schema_version '0.5'"):
-        A.load(str(odd))
+    with pytest.raises(archive_schema.ArchiveError, match="unknown schema_version '0.5'"):
+        archive.load(str(odd))
 
 
 # -- storage ----------------------------------------------------------------------------
 
 def test_keeps_last_five_versions_and_never_reuses_a_number(tmp_path):
     d = str(tmp_path)
-    paths = [A.save(d, sample()) for _ in range(7)]
+    paths = [archive.save(d, sample()) for _ in range(7)]
     hd = os.path.join(d, "handoffs")
     assert sorted(n for n in os.listdir(hd) if n.endswith(".json") and n != "index.json") == \
         [f"s1_v{i}.json" for i in range(3, 8)]
     assert [os.path.basename(p) for p in paths] == [f"s1_v{i}.json" for i in range(1, 8)]
-    es = A.entries(d)
+    es = archive.entries(d)
     assert [e["id"] for e in es] == [f"s1_v{i}" for i in range(7, 2, -1)]
     assert [e["status"] for e in es] == ["active"] + ["archived"] * 4
     # another session keeps its own five
-    A.save(d, sample("s2"))
-    assert {e["id"] for e in A.entries(d)} >= {"s2_v1", "s1_v7"}
-    assert A.latest(d, "s1")[0] == "s1_v7" and A.latest(d)[0] == "s2_v1"
+    archive.save(d, sample("s2"))
+    assert {e["id"] for e in archive.entries(d)} >= {"s2_v1", "s1_v7"}
+    assert archive.latest(d, "s1")[0] == "s1_v7" and archive.latest(d)[0] == "s2_v1"
     # a deleted index is rebuilt from the files; numbering continues
     os.unlink(os.path.join(hd, "index.json"))
-    assert os.path.basename(A.save(d, sample())) == "s1_v8.json"
+    assert os.path.basename(archive.save(d, sample())) == "s1_v8.json"
 
 
 def test_never_overwrites_an_existing_file(tmp_path):
     d = str(tmp_path)
-    A.save(d, sample())
+    archive.save(d, sample())
     hd = os.path.join(d, "handoffs")
     stray = os.path.join(hd, "s1_v2.json")
     open(stray, "w").write("not mine")  # e.g. written by a copy of ctxd that did not lock
-    path = A.save(d, sample())
+    path = archive.save(d, sample())
     assert os.path.basename(path) == "s1_v3.json" and open(stray).read() == "not mine"
     with pytest.raises(FileExistsError):
-        A._write_new(path, "x")
-    assert A.load(path)["version"] == 3
+        archive._write_new(path, "x")
+    assert archive.load(path)["version"] == 3
 
 
 def test_unreadable_index_is_kept_aside_and_rebuilt(tmp_path):
     d = str(tmp_path)
-    A.save(d, sample())
+    archive.save(d, sample())
     idx = os.path.join(d, "handoffs", "index.json")
     open(idx, "w").write("{broken")
-    A.save(d, sample())
-    assert [e["id"] for e in A.entries(d)] == ["s1_v2", "s1_v1"]
+    archive.save(d, sample())
+    assert [e["id"] for e in archive.entries(d)] == ["s1_v2", "s1_v1"]
     assert any(n.startswith("index.json.corrupt-") for n in os.listdir(os.path.join(d, "handoffs")))
 
 
 SAVER = """
 import sys, time
 sys.path.insert(0, {repo!r})
-from ctxd.handoff import archive as A
+from ctxd.handoff import archive, archive_schema
 start = float(sys.argv[2])
 while time.time() < start:
     time.sleep(0.001)
-a = A.empty("race", "2026-11-30T10:00:00Z")
+a = archive_schema.empty("race", "2026-11-30T10:00:00Z")
 a["topic"]["title"] = "writer " + sys.argv[3]
-print(A.save(sys.argv[1], a))
+print(archive.save(sys.argv[1], a))
 """
 
 
@@ -209,29 +208,29 @@ def test_two_processes_saving_at_once_both_succeed(tmp_path):
     outs = [p.communicate(timeout=60)[0].strip() for p in procs]
     assert [p.returncode for p in procs] == [0, 0]
     assert sorted(os.path.basename(o) for o in outs) == ["race_v1.json", "race_v2.json"]
-    titles = {A.load(o)["topic"]["title"] for o in outs}
+    titles = {archive.load(o)["topic"]["title"] for o in outs}
     assert titles == {"writer 0", "writer 1"}
-    assert sorted(e["id"] for e in A.entries(d)) == ["race_v1", "race_v2"]
+    assert sorted(e["id"] for e in archive.entries(d)) == ["race_v1", "race_v2"]
 
 
 # -- corrupt archives ---------------------------------------------------------------------
 
 def test_corrupt_archive_names_readable_earlier_versions(tmp_path):
     d = str(tmp_path)
-    p1, p2, p3 = (A.save(d, sample()) for _ in range(3))
+    p1, p2, p3 = (archive.save(d, sample()) for _ in range(3))
     garbage = b'{"schema_version": "2.0", "topic": {'
     open(p3, "wb").write(garbage)
-    with pytest.raises(A.ArchiveCorrupt) as e:
-        A.load(p3)
+    with pytest.raises(archive_schema.ArchiveCorrupt) as e:
+        archive.load(p3)
     assert p3 in e.value.message and e.value.readable == ["s1_v2", "s1_v1"]
     assert "ctxd handoff show s1_v2" in e.value.message and e.value.exit_code == ExitCode.CONFIG
     # valid JSON but not an archive is corrupt too; v1 still loads
     open(p2, "w").write(json.dumps({"schema_version": "2.0", "topic": 3}))
-    with pytest.raises(A.ArchiveCorrupt) as e:
-        A.latest(d)
+    with pytest.raises(archive_schema.ArchiveCorrupt) as e:
+        archive.latest(d)
     assert e.value.readable == ["s1_v1"]
     assert open(p3, "rb").read() == garbage  # never rewritten
-    assert A.load(p1)["version"] == 1
+    assert archive.load(p1)["version"] == 1
 
 
 # -- inference tables -----------------------------------------------------------------------
@@ -259,13 +258,13 @@ def test_corrupt_archive_names_readable_earlier_versions(tmp_path):
     ("Let's move on.", None, "low"),
 ])
 def test_question_depth_and_mastery(text, depth, level):
-    assert B.question_depth(text) == depth
-    assert B.mastery(depth) == level
+    assert learner.question_depth(text) == depth
+    assert learner.mastery(depth) == level
 
 
 def test_setbacks_lower_mastery_but_not_below_low():
-    assert B.mastery("edge_cases", 1) == "medium" and B.mastery("edge_cases", 2) == "low"
-    assert B.mastery("mechanism", 5) == "low"
+    assert learner.mastery("edge_cases", 1) == "medium" and learner.mastery("edge_cases", 2) == "low"
+    assert learner.mastery("mechanism", 5) == "low"
 
 
 @pytest.mark.parametrize("text,yes", [
@@ -277,7 +276,7 @@ def test_setbacks_lower_mastery_but_not_below_low():
     ("对，就是这样。", False),
 ])
 def test_correction_detection(text, yes):
-    assert B.is_correction(text) is yes
+    assert learner.is_correction(text) is yes
 
 
 @pytest.mark.parametrize("text,concept", [
@@ -293,7 +292,7 @@ def test_correction_detection(text, yes):
     ("How big is the connection pool per pod, and is that the bottleneck?", "connection pool per pod"),
 ])
 def test_concept_of(text, concept):
-    assert B.concept_of(text) == concept
+    assert learner.concept_of(text) == concept
 
 
 @pytest.mark.parametrize("texts,expect", [
@@ -312,7 +311,7 @@ def test_concept_of(text, concept):
                         "pace": "normal"}),
 ])
 def test_learning_style_table(texts, expect):
-    style = B.infer_style(texts)
+    style = learner.infer_style(texts)
     assert {k: style[k] for k in expect} == expect
 
 
@@ -321,11 +320,11 @@ def test_learning_style_table(texts, expect):
     ("懂了", True), ("How does it work?", False), ("这个会不会超出预算？", False),
 ])
 def test_acknowledgements(text, yes):
-    assert B.is_ack(text) is yes
+    assert learner.is_ack(text) is yes
 
 
 def test_versions_mentioned_skip_addresses_and_words():
-    got = B.versions_mentioned(["Upgrade to Django 4.2.11 and jdk-17, tag v1.2.3.",
+    got = environment.versions_mentioned(["Upgrade to Django 4.2.11 and jdk-17, tag v1.2.3.",
                                 "IP 127.0.0.1.8888 > 10.0.0.2.80", "finish within 3.5 hours", "Ubuntu 24.04"])
     assert got == ["Django 4.2.11", "jdk-17", "v1.2.3", "Ubuntu 24.04"]
 
@@ -358,8 +357,8 @@ def store(tmp_path):
 
 
 def test_build_infers_learning_state(store, tmp_path):
-    a = B.build(store, root=str(tmp_path), session=None, config_raw={})
-    assert A.problems(a) == []
+    a = build.build(store, root=str(tmp_path), session=None, config_raw={})
+    assert archive_schema.problems(a) == []
     assert a["session_id"] == "study" and a["language"] == "en"
     assert a["topic"]["title"] == "Learning TCP congestion control"
     assert a["topic"]["current_subtopic"] == "fast retransmit" and a["topic"]["stage"] == "learning"
@@ -380,7 +379,7 @@ def test_build_infers_learning_state(store, tmp_path):
     s = a["learning_style"]
     assert s["depth"] == "shallow" and s["wants_code_examples"] and not s["wants_visual_descriptions"]
     assert "jdk-17" in a["environment"]["versions_mentioned"]
-    text = A.dumps(a)
+    text = archive.dumps(a)
     for planted in ("2026-06-30", "9527", "jdk-17"):
         assert planted in text
     fp = a["context_footprint"]
@@ -392,7 +391,7 @@ def test_config_overrides_style_mastery_language_and_pool(store, tmp_path):
     raw = {"handoff": {"language": "zh", "auto_pool_questions": False, "compression_ratio": 2},
            "learning_style": {"pace": "fast", "wants_visual_descriptions": True},
            "mastery": {"Congestion Window": "high"}}
-    a = B.build(store, root=str(tmp_path), config_raw=raw)
+    a = build.build(store, root=str(tmp_path), config_raw=raw)
     assert a["language"] == "zh"
     assert a["learning_style"]["pace"] == "fast" and a["learning_style"]["wants_visual_descriptions"]
     kp = {k["concept"]: k for k in a["key_points"]}
@@ -400,7 +399,7 @@ def test_config_overrides_style_mastery_language_and_pool(store, tmp_path):
     assert a["questions"] == []  # no previous pool and new questions do not join it
     prev = dict(a, questions=[{"question": "What is a congestion window?", "status": "open",
                                "created_at": "2026-01-01T00:00:00Z"}])
-    b = B.build(store, root=str(tmp_path), config_raw=raw, previous=prev)
+    b = build.build(store, root=str(tmp_path), config_raw=raw, previous=prev)
     assert [(q["question"], q["status"], q["created_at"]) for q in b["questions"]] == \
         [("What is a congestion window?", "resolved", "2026-01-01T00:00:00Z")]
 
@@ -411,7 +410,7 @@ def test_teach_sessions_count_but_their_prompts_are_not_the_learner(store, tmp_p
     store.add("system", prompt, source="teach", session="study")
     store.add("assistant", "[Q1] Reordering beyond three segments triggers it spuriously.\n[done: fast retransmit]",
               session="study")
-    a = B.build(store, root=str(tmp_path), config_raw={})
+    a = build.build(store, root=str(tmp_path), config_raw={})
     s = a["learning_style"]
     assert not s["wants_visual_descriptions"] and s["depth"] == "shallow" and s["pace"] == "normal"
     assert all(not k["concept"].startswith("#") for k in a["key_points"])
@@ -432,7 +431,7 @@ def test_bad_config_is_a_config_error(store, raw, msg):
     from ctxd.errors import ConfigError
 
     with pytest.raises(ConfigError, match=msg.replace("[", r"\[").replace("]", r"\]")):
-        B.build(store, config_raw=raw)
+        build.build(store, config_raw=raw)
 
 
 def test_facts_fit_the_compression_budget(tmp_path):
@@ -443,10 +442,10 @@ def test_facts_fit_the_compression_budget(tmp_path):
         s.add("user", f"Question {i}: how does the scheduler pick task {i} over the others?", session="long")
         s.add("assistant", "It looks at priority, then age, then the queue it came from. " * 6, session="long")
     for ratio in (10, 20):
-        a = B.build(s, config_raw={"handoff": {"compression_ratio": ratio}})
+        a = build.build(s, config_raw={"handoff": {"compression_ratio": ratio}})
         fp = a["context_footprint"]
         assert fp["tokens_compressed_to"] <= fp["tokens_compressed_from"] / ratio
-        assert "25,000 USD" in A.dumps(a)
+        assert "25,000 USD" in archive.dumps(a)
     s.close()
 
 
@@ -476,7 +475,7 @@ def test_environment_sees_a_listening_process_inside_the_project(tmp_path):
     try:
         port = int(inside.stdout.readline())
         other_port = int(other.stdout.readline())
-        env = B.environment(str(root), ["We use Django 4.2.11."])
+        env = environment.environment(str(root), ["We use Django 4.2.11."])
         procs = {p["pid"]: p for p in env["processes"]}
         assert inside.pid in procs and procs[inside.pid]["ports"] == [port]
         assert os.path.realpath(procs[inside.pid]["cwd"]) == os.path.realpath(root / "web")
@@ -509,7 +508,7 @@ def test_cli_handoff_list_show_markdown(tmp_path):
     p = ctxd("handoff", cwd=proj)
     assert p.returncode == 0, p.stderr
     path = p.stdout.strip()
-    assert path.endswith(os.path.join("handoffs", "study_v1.json")) and A.load(path)["session_id"] == "study"
+    assert path.endswith(os.path.join("handoffs", "study_v1.json")) and archive.load(path)["session_id"] == "study"
     p = ctxd("handoff", "--format", "markdown", cwd=proj)
     md_path = p.stdout.strip()
     assert md_path.endswith("study_v2.md")
@@ -577,13 +576,13 @@ def test_export_import_between_projects(tmp_path):
     assert p.returncode == 0, p.stderr
     dest = p.stdout.strip()
     assert dest.endswith(os.path.join("handoffs", "study_v1.json")) and os.path.dirname(dest) != os.path.dirname(src)
-    got, orig = A.load(dest), A.load(src)
+    got, orig = archive.load(dest), archive.load(src)
     assert got["imported_from"]["id"] == "study_v1" and got["imported_from"]["path"] == str(out)
     strip = {"id", "version", "imported_from"}
     assert {k: v for k, v in got.items() if k not in strip} == {k: v for k, v in orig.items() if k not in strip}
     # an older schema imports through its migration; importing twice makes two versions
     p = ctxd("handoff", "import", SEED, cwd=b)
-    assert p.returncode == 0 and A.load(p.stdout.strip())["migrated_from"] == "1.0"
+    assert p.returncode == 0 and archive.load(p.stdout.strip())["migrated_from"] == "1.0"
     assert ctxd("handoff", "import", str(out), cwd=b).stdout.strip().endswith("study_v2.json")
 
 
@@ -592,7 +591,7 @@ def test_global_config_applies_to_every_project(tmp_path, isolated_paths):
                                  "compression_ratio = 4\n[learning_style]\npace = \"slow\"\n")
     for name in ("a", "b"):
         proj = project_with_conversation(tmp_path / name)
-        a = A.load(ctxd("handoff", cwd=proj).stdout.strip())
+        a = archive.load(ctxd("handoff", cwd=proj).stdout.strip())
         assert a["language"] == "zh" and a["learning_style"]["pace"] == "slow"
     write_config(isolated_paths, "[handoff]\ncompression_ratio = -1\n")
     p = ctxd("handoff", cwd=tmp_path / "a")

@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from ctxd.handoff import archive as arch
+from ctxd.handoff import archive_schema
 from ctxd.memory.project import locate, open_store
 from ctxd.memory.store import DB_NAME
 
@@ -96,12 +97,12 @@ def section(markdown, heading, until="\n## "):
 
 
 def save_archive(p, title="Rust ownership"):
-    a = arch.empty("s1", "2026-11-01T12:00:00Z", "en")
+    a = archive_schema.empty("s1", "2026-11-01T12:00:00Z", "en")
     a["topic"] = {"title": title, "current_subtopic": "Borrowing rules", "stage": "learning"}
     a["progress"] = {"completed": ["Move semantics"], "in_progress": "Borrowing rules", "next_up": ["Lifetimes"]}
     a["key_points"] = [{"concept": "Borrowing", "understanding_level": "definition", "mastery_level": "medium",
                         "summary": "Either one &mut or any number of & at a time."}]
-    return arch.save(p.context_dir, arch.validate(a))
+    return arch.save(p.context_dir, archive_schema.validate(a))
 
 
 # -- the tools ----------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from ctxd.handoff import archive as arch
+from ctxd.handoff import archive_schema
 from ctxd.memory import importing as im
 from ctxd.memory import items
 from ctxd.memory.store import Store
@@ -115,11 +116,11 @@ def test_codex_subagent_rollout(store, tmp_path):
 def _teach_prompt():
     from ctxd.handoff import teach
 
-    a = arch.empty("rust", "2026-11-01T12:00:00Z", "en")
+    a = archive_schema.empty("rust", "2026-11-01T12:00:00Z", "en")
     a["topic"] = {"title": "Rust ownership", "current_subtopic": "Borrowing", "stage": "learning"}
     a["questions"] = [{"question": "Why can't I have two &mut to the same Vec?", "status": "open",
                        "created_at": "2026-11-01T12:00:00Z"}]
-    return teach.build_prompt(arch.validate(a))
+    return teach.build_prompt(archive_schema.validate(a))
 
 
 @pytest.mark.parametrize("text", [
@@ -183,7 +184,7 @@ def _hook(tool, payload, cwd):
 
 def test_teach_prompt_pasted_into_claude_is_ctxds_not_the_users(project):
     root, ctx = project
-    arch.save(ctx, arch.validate(dict(arch.empty("rust", "2026-11-01T12:00:00Z", "en"),
+    arch.save(ctx, archive_schema.validate(dict(archive_schema.empty("rust", "2026-11-01T12:00:00Z", "en"),
                                       topic={"title": "Rust ownership", "current_subtopic": "", "stage": "learning"})))
     prompt = ctxd("teach", cwd=root).stdout
     base = {"session_id": "s1", "transcript_path": "", "cwd": str(root), "permission_mode": "default"}

@@ -10,6 +10,7 @@ import pytest
 
 from ctxd.errors import ExitCode
 from ctxd.handoff import archive as arch
+from ctxd.handoff import archive_schema
 from ctxd.handoff import knowledge as kn
 from ctxd.handoff import teach
 from ctxd.memory.store import Store
@@ -21,7 +22,7 @@ DAY = 86400
 
 
 def make(title="Rust ownership", session="rust", language="en", **style):
-    a = arch.empty(session, "2026-11-01T12:00:00Z", language)
+    a = archive_schema.empty(session, "2026-11-01T12:00:00Z", language)
     a["topic"] = {"title": title, "current_subtopic": "Borrowing rules", "stage": "learning"}
     a["progress"] = {"completed": ["Move semantics", "The stack and the heap"], "in_progress": "Borrowing rules",
                      "next_up": ["Lifetimes", "Smart pointers"]}
@@ -41,7 +42,7 @@ def make(title="Rust ownership", session="rust", language="en", **style):
     ]
     a["learning_style"] = dict({"preference": "examples first", "wants_code_examples": True,
                                 "wants_visual_descriptions": False, "depth": "normal", "pace": "normal"}, **style)
-    return arch.validate(a)
+    return archive_schema.validate(a)
 
 
 def section(prompt, heading):
