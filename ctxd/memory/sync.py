@@ -14,16 +14,8 @@ The ref's tree holds segments, append-only and content-addressed::
 ``<author dir>`` is a hash of the writer's git ``user.email`` and its store's machine id;
 the file name is the hash of the segment's bytes. Two histories merge by the union of
 their trees (names never clash: the same name is the same content), in a merge commit
-with both parents. The first line of a segment is its header
-``{"ctxd": "memory-segment", "format": 1, "author": email, "machine": host, "machine_id": id,
-"items": n}``; each further line one item, ``t`` its type:
-
-    msg      a message with its typed fields (kind, role, session, content, ts, importance,
-             source, tool, call_id, subtype, data, legacy) under its dedup key ``key``
-    fact     a fact recorded on purpose: the message key, its kind and priority
-    task     a task (key, name, status, started, finished, notes), sent again when it changes
-    handoff  a handoff archive (file name, the archive)
-    tomb     a tombstone: the key of a deleted message
+with both parents. ctxd.memory.sync_segments writes and reads segments and says what they
+hold; ctxd.memory.sync_git runs git.
 
 What is sent was redacted when it was stored and is redacted again (with the sender's rules)
 as it is written; the receiver redacts each item again with its own rules before storing it.
@@ -34,380 +26,30 @@ handoff was sent (digests) and which segment blobs it imported, so a sync moves 
 is new. A received tombstone deletes the message when it came from the tombstone's own sender
 and stays, so a stale segment never brings it back. Whatever a segment claims is checked or
 bounded on import (see import_ref, decode_segment and the MAX_* limits).
-
-Standard library only; git is run with a timeout and an explicit environment.
 """
 
-import getpass
-import gzip
-import hashlib
 import json
-import math
 import os
 import random
 import socket
-import subprocess
-import sys
 import time
-import zlib
 
-from ctxd.errors import ConfigError, CtxdError, ExitCode, NotFoundError, SyncError, UsageError
+from ctxd.errors import ConfigError, CtxdError, NotFoundError, SyncError, UsageError
 from ctxd.memory import origin as origin_mod
+from ctxd.memory.sync_git import NET_TIMEOUT, Git, last_line, tracking_ref
+from ctxd.memory.sync_segments import (FACT_KINDS, FORMAT, MAGIC, MAX_BLOB, SegmentError, author_dir, capped,
+                                       decode_segment, encode_segment, sha, split_segments)
 
 REF = "refs/ctxd/memory"
-FORMAT = 1
-MAGIC = "memory-segment"
-SEGMENT_ITEMS = 5000  # items per segment blob: an initial sync of 100,000 messages writes 20
 PUSH_ATTEMPTS = 5  # a push the remote rejects because it moved: fetch, merge, retry this often
-GIT_TIMEOUT = 60  # seconds for local plumbing
-NET_TIMEOUT = 300  # seconds for fetch and push
-# Bounds on what a segment may cost the receiver (anyone who can push the ref can write one):
-# it is inflated INFLATE_CHUNK bytes at a time, a line at a time, never whole.
-MAX_BLOB = 32 * 1024 * 1024  # compressed bytes of one segment blob: a bigger one is not read
-MAX_SEGMENT = 64 * 1024 * 1024  # bytes a segment may inflate to (a gzip bomb is refused)
-MAX_LINE = 2 * 1024 * 1024  # bytes of one item's JSON line: a longer one is skipped unread
-MAX_ITEM_CHARS = 256 * 1024  # characters of an item's text (a message, a task's name or note)
-MAX_ITEMS = 2 * SEGMENT_ITEMS  # items in one segment
-SEGMENT_BYTES = 16 * 1024 * 1024  # a segment written here closes at about this many bytes of JSON
-INFLATE_CHUNK = 256 * 1024
 MAX_PRIORITY = 5.0  # a received fact ranks at most like one recorded on purpose here
 FORMAT_BLOB = (b"ctxd project memory (ctxd sync), format 1.\n"
                b"segments/<author>/<sha256>.jsonl.gz: gzip'd JSON lines, a header then one item a line.\n"
                b"Written and read by ctxd; do not edit.\n")
-# git variables that point git at another repository, index or object store: never inherited
-_REDIRECTING = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR",
-                "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_PREFIX", "GIT_CEILING_DIRECTORIES",
-                "GIT_DISCOVERY_ACROSS_FILESYSTEM", "GIT_QUARANTINE_PATH", "GIT_REPLACE_REF_BASE",
-                "GIT_SHALLOW_FILE", "GIT_GRAFT_FILE", "GIT_NO_REPLACE_OBJECTS")
-FACT_KINDS = ("preference", "requirement", "background", "todo")
 
 
 class SyncOff(UsageError):
     """Sharing is not switched on for this project."""
-
-
-class SegmentError(CtxdError):
-    """A blob on the ref that is not a segment this ctxd can read."""
-
-
-# -- git ----------------------------------------------------------------------------
-
-class Git:
-    """git plumbing for one repository (its common git dir: worktrees share the ref)."""
-
-    def __init__(self, root, environ=None):
-        self.root = root
-        env = {k: v for k, v in (os.environ if environ is None else environ).items() if k not in _REDIRECTING}
-        env.update(LC_ALL="C", LANGUAGE="C", GIT_OPTIONAL_LOCKS="0")
-        if not (sys.stdin is not None and sys.stdin.isatty()):
-            env["GIT_TERMINAL_PROMPT"] = "0"  # a credential prompt nobody can answer would hang
-        self.env = env
-        try:
-            p = subprocess.run(["git", "-C", root, "rev-parse", "--path-format=absolute", "--git-common-dir",
-                                "--is-shallow-repository", "--is-bare-repository"], capture_output=True,
-                               env=env, timeout=GIT_TIMEOUT)
-        except FileNotFoundError:
-            raise NotFoundError("git is not installed (ctxd sync shares memory through git)") from None
-        except subprocess.TimeoutExpired:
-            raise SyncError(f"git rev-parse timed out after {GIT_TIMEOUT} s in {root}") from None
-        if p.returncode != 0:
-            raise NotFoundError(f"{root} is not in a git repository (ctxd sync shares memory through the "
-                                f"project's git remotes: git init && git remote add origin URL)")
-        common, shallow, _bare = p.stdout.decode().splitlines()[:3]
-        self.git_dir = common
-        self.shallow = shallow.strip() == "true"
-        self.env["GIT_DIR"] = common
-
-    def run(self, *args, input=None, timeout=GIT_TIMEOUT, check=True):
-        """git *args* in the repository; (returncode, stdout bytes, stderr text)."""
-        try:
-            p = subprocess.run(["git", *args], input=input, capture_output=True, env=self.env, timeout=timeout,
-                               cwd=self.root)
-        except subprocess.TimeoutExpired:
-            raise SyncError(f"git {args[0]} timed out after {timeout} s") from None
-        err = p.stderr.decode("utf-8", "replace")
-        if check and p.returncode != 0:
-            raise SyncError(f"git {args[0]} failed: {_last_line(err) or f'exit status {p.returncode}'}")
-        return p.returncode, p.stdout, err
-
-    def out(self, *args, **kw):
-        return self.run(*args, **kw)[1].decode("utf-8", "replace").strip()
-
-    def rev(self, ref):
-        rc, out, _ = self.run("rev-parse", "--verify", "-q", ref + "^{commit}", check=False)
-        return out.decode().strip() if rc == 0 else None
-
-    def config(self, key):
-        rc, out, _ = self.run("config", "--get", key, check=False)
-        return out.decode("utf-8", "replace").strip() if rc == 0 else None
-
-    def remotes(self):
-        return [r for r in self.out("remote").splitlines() if r]
-
-    def remote_url(self, remote):
-        return self.config(f"remote.{remote}.url")
-
-    def identity(self):
-        """(name, email): git's user.name / user.email, else the login at this host."""
-        email = self.config("user.email") or f"{getpass.getuser()}@{socket.gethostname()}"
-        name = self.config("user.name") or email.split("@")[0]
-        return name, email
-
-    def hash_blob(self, data):
-        return self.out("hash-object", "-w", "--stdin", input=data)
-
-    def ls_tree(self, commit):
-        """{path: blob oid} of every file in *commit*'s tree."""
-        out = self.run("ls-tree", "-r", "-z", "--full-tree", commit)[1]
-        entries = {}
-        for rec in out.split(b"\0"):
-            if not rec:
-                continue
-            meta, _, path = rec.partition(b"\t")
-            parts = meta.split()
-            if len(parts) == 3 and parts[1] == b"blob":
-                entries[path.decode("utf-8", "surrogateescape")] = parts[2].decode()
-        return entries
-
-    def mktree(self, entries):
-        """The tree oid holding *entries* ({path: blob oid}), directories made as needed."""
-        root = {}
-        for path, oid in entries.items():
-            node = root
-            *dirs, name = path.split("/")
-            for d in dirs:
-                node = node.setdefault(d, {})
-            node[name] = oid
-        return self._mktree(root)
-
-    def _mktree(self, node):
-        recs = []
-        for name in sorted(node):
-            v = node[name]
-            if isinstance(v, dict):
-                recs.append(f"040000 tree {self._mktree(v)}\t{name}")
-            else:
-                recs.append(f"100644 blob {v}\t{name}")
-        data = "".join(r + "\0" for r in recs).encode("utf-8", "surrogateescape")
-        return self.out("mktree", "-z", input=data)
-
-    def commit_tree(self, tree, parents, message):
-        name, email = self.identity()
-        env = dict(GIT_AUTHOR_NAME=name, GIT_AUTHOR_EMAIL=email, GIT_COMMITTER_NAME=name,
-                   GIT_COMMITTER_EMAIL=email)
-        args = ["commit-tree", tree]
-        for p in parents:
-            args += ["-p", p]
-        saved = self.env
-        self.env = dict(saved, **env)
-        try:
-            return self.out(*args, "-m", message)
-        finally:
-            self.env = saved
-
-    def update_ref(self, ref, new, old):
-        """Move *ref* to *new* if it is still at *old* (None: if it does not exist). Whether it moved."""
-        rc, _, _ = self.run("update-ref", "-m", "ctxd sync", ref, new, old or "", check=False)
-        return rc == 0
-
-    def is_ancestor(self, a, b):
-        rc, _, err = self.run("merge-base", "--is-ancestor", a, b, check=False)
-        if rc not in (0, 1):
-            raise SyncError(f"git merge-base failed: {_last_line(err)}")
-        return rc == 0
-
-    def cat_blobs(self, oids):
-        """{oid: bytes or None (not a blob / missing)} through one git cat-file --batch."""
-        if not oids:
-            return {}
-        out = self.run("cat-file", "--batch", input="".join(o + "\n" for o in oids).encode(),
-                       timeout=NET_TIMEOUT)[1]
-        res, pos = {}, 0
-        for oid in oids:
-            nl = out.index(b"\n", pos)
-            head = out[pos:nl].decode().split()
-            pos = nl + 1
-            if len(head) == 2 and head[1] == "missing":
-                res[oid] = None
-                continue
-            size = int(head[2])
-            res[oid] = out[pos:pos + size] if head[1] == "blob" else None
-            pos += size + 1
-        return res
-
-    def blob_sizes(self, oids):
-        """{oid: size in bytes} of the blobs among *oids* (git cat-file --batch-check: nothing read)."""
-        if not oids:
-            return {}
-        out = self.run("cat-file", "--batch-check", input="".join(o + "\n" for o in oids).encode())[1]
-        res = {}
-        for line in out.decode().splitlines():
-            parts = line.split()
-            if len(parts) == 3 and parts[1] == "blob":
-                res[parts[0]] = int(parts[2])
-        return res
-
-    def adders(self, commit):
-        """{segment path: the author emails (lowercase) of the commits that added it}, over the
-        history of *commit* (a merge adds nothing of its own: it only unites two trees)."""
-        out = self.out("-c", "core.quotePath=false", "log", "--full-history", "--no-renames", "--diff-filter=A",
-                       "--format=%x01%ae", "--name-only", commit, "--", "segments/", timeout=NET_TIMEOUT)
-        res, email = {}, None
-        for line in out.splitlines():
-            if line.startswith("\x01"):
-                email = line[1:].strip().lower()
-            elif line.strip() and email is not None:
-                res.setdefault(line.strip(), set()).add(email)
-        return res
-
-    def count_between(self, a, b):
-        """(commits only in *a*, commits only in *b*)."""
-        left, right = self.out("rev-list", "--left-right", "--count", f"{a}...{b}").split()
-        return int(left), int(right)
-
-
-def _last_line(text):
-    lines = [l.strip() for l in text.splitlines() if l.strip() and not l.startswith("hint:")]
-    return lines[-1] if lines else ""
-
-
-def tracking_ref(remote):
-    return f"refs/ctxd/remotes/{remote}/memory"
-
-
-# -- segments -------------------------------------------------------------------------
-
-def encode_segment(header, items):
-    """The bytes of one segment (deterministic: the same items make the same blob)."""
-
-    def dump(o):
-        return json.dumps(o, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-
-    text = "\n".join([dump(dict(header, items=len(items)))] + [dump(i) for i in items]) + "\n"
-    return gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)
-
-
-def _lines(data):
-    """The lines of gzip'd *data*, inflated INFLATE_CHUNK bytes at a time: bytes, or None for a
-    line longer than MAX_LINE (dropped as it streams by). SegmentError past MAX_SEGMENT bytes."""
-    if not data or data[:2] != b"\x1f\x8b":
-        raise SegmentError("not a gzip'd segment")
-    d = zlib.decompressobj(wbits=31)
-    tail, total, parts, size, long_line = data, 0, [], 0, False
-    while not d.eof:
-        try:
-            out = d.decompress(tail, INFLATE_CHUNK)
-        except zlib.error as e:
-            raise SegmentError(f"corrupt gzip data ({e})") from None
-        tail = d.unconsumed_tail
-        if not out and not tail and not d.eof:
-            raise SegmentError("truncated gzip data")
-        total += len(out)
-        if total > MAX_SEGMENT:
-            raise SegmentError(f"inflates to more than {MAX_SEGMENT} bytes")
-        start = 0
-        while True:
-            nl = out.find(b"\n", start)
-            piece = out[start:] if nl < 0 else out[start:nl]
-            if not long_line:
-                size += len(piece)
-                if size > MAX_LINE:
-                    long_line, parts = True, []
-                else:
-                    parts.append(piece)
-            if nl < 0:
-                break
-            yield None if long_line else b"".join(parts)
-            parts, size, long_line, start = [], 0, False, nl + 1
-    if parts or long_line:
-        yield None if long_line else b"".join(parts)
-
-
-def decode_segment(data):
-    """(header, items, bad lines) of a segment's bytes; SegmentError when it is none or when it
-    is over a bound (MAX_SEGMENT bytes inflated, MAX_ITEMS items). Memory stays bounded: the
-    segment is inflated a chunk at a time and an item over MAX_LINE / MAX_ITEM_CHARS is skipped."""
-    lines = _lines(data)
-    first = next(lines, None)
-    try:
-        header = json.loads(first.decode("utf-8")) if first else None
-    except (UnicodeDecodeError, ValueError):
-        header = None
-    if not isinstance(header, dict) or header.get("ctxd") != MAGIC:
-        raise SegmentError("no segment header")
-    fmt = header.get("format")
-    if not isinstance(fmt, int) or fmt < 1:
-        raise SegmentError("no segment header")
-    if fmt > FORMAT:
-        raise SegmentError(f"format {fmt}, written by a newer ctxd (upgrade ctxd to read it)")
-    items, bad = [], 0
-    for line in lines:
-        if line is None:
-            bad += 1
-            continue
-        if not line.strip():
-            continue
-        if len(items) >= MAX_ITEMS:
-            raise SegmentError(f"more than {MAX_ITEMS} items")
-        try:
-            item = json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError):
-            bad += 1
-            continue
-        if isinstance(item, dict) and _valid(item) and _small(item):
-            items.append(item)
-        else:
-            bad += 1
-    return header, items, bad
-
-
-def _small(item):
-    """Whether an item's texts are within MAX_ITEM_CHARS."""
-    t = item["t"]
-    if t == "msg":
-        return len(item["content"]) <= MAX_ITEM_CHARS
-    if t == "task":
-        return len(item["name"]) <= MAX_ITEM_CHARS and all(len(n["text"]) <= MAX_ITEM_CHARS for n in item["notes"])
-    return True
-
-
-def _valid(item):
-    from ctxd.memory import items as items_mod
-
-    t = item.get("t")
-
-    def s(k):
-        return isinstance(item.get(k), str)
-
-    def num(k):
-        v = item.get(k)
-        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-    if t == "msg":
-        return (s("key") and item["key"] and item.get("kind") in items_mod.KINDS and s("content") and num("ts")
-                and isinstance(item.get("session", ""), str) and isinstance(item.get("source", ""), str)
-                and (item.get("importance") is None or (num("importance") and 0 <= item["importance"] <= 1))
-                and (item.get("data") is None or isinstance(item["data"], (dict, list))))
-    if t == "tomb":
-        return s("key") and bool(item["key"]) and num("ts")
-    if t == "fact":
-        return s("key") and item.get("kind") in FACT_KINDS and num("priority")
-    if t == "task":
-        return (s("key") and s("name") and item.get("status") in ("open", "done") and num("started")
-                and (item.get("finished") is None or num("finished")) and isinstance(item.get("notes"), list)
-                and all(isinstance(n, dict) and isinstance(n.get("text"), str) and isinstance(n.get("ts"), (int, float))
-                        for n in item["notes"]))
-    if t == "handoff":
-        return s("file") and isinstance(item.get("archive"), dict)
-    return False
-
-
-def _sha(data):
-    return hashlib.sha256(data if isinstance(data, bytes) else data.encode("utf-8")).hexdigest()
-
-
-def author_dir(email, machine_id):
-    return _sha(f"{email}\0{machine_id}")[:16]
 
 
 # -- the project's sync --------------------------------------------------------------------
@@ -520,8 +162,8 @@ class Sync:
                 return None
             if "shallow" in err:
                 raise SyncError(f"this is a shallow clone and git refused to fetch {REF} into it "
-                                f"({_last_line(err)}): git fetch --unshallow {remote}")
-            raise SyncError(f"cannot fetch {REF} from {remote}: {_last_line(err)}")
+                                f"({last_line(err)}): git fetch --unshallow {remote}")
+            raise SyncError(f"cannot fetch {REF} from {remote}: {last_line(err)}")
         return self.git.rev(track)
 
     def merge(self, other):
@@ -570,8 +212,8 @@ class Sync:
                     time.sleep(random.uniform(0.05, 0.25) * attempt)
                 self.merge(self.fetch(remote))
                 continue
-            why = _last_line("\n".join(l for l in text.splitlines() if "[remote rejected]" in l or "!" in l[:2])) \
-                or _last_line(err)
+            why = last_line("\n".join(l for l in text.splitlines() if "[remote rejected]" in l or "!" in l[:2])) \
+                or last_line(err)
             raise SyncError(f"{remote} did not take {REF}: {why}")
         raise SyncError(f"{remote} kept moving: {PUSH_ATTEMPTS} pushes of {REF} were rejected; try again")
 
@@ -606,13 +248,13 @@ class Sync:
         digests = st.sent_digests()
         for t in st.sync_tasks():  # received ones too: a note or a done here goes back
             t = self._task_view(t)
-            digest = _sha(json.dumps(t, sort_keys=True))
+            digest = sha(json.dumps(t, sort_keys=True))
             if digests.get(t["key"]) != digest:
                 yield dict(t, t="task")
                 sent.append((t["key"], digest))
         private = {r["session"] for r in st.private_sessions()}
         for name, data in self._handoff_files():
-            key, digest = "h:" + name, _sha(data)
+            key, digest = "h:" + name, sha(data)
             if digests.get(key) == digest:
                 continue
             try:
@@ -625,8 +267,8 @@ class Sync:
             sent.append((key, digest))
 
     def _task_view(self, t):
-        return dict(t, name=_capped(self._redact(t["name"])),
-                    notes=[dict(n, text=_capped(self._redact(n["text"]))) for n in t["notes"]])
+        return dict(t, name=capped(self._redact(t["name"])),
+                    notes=[dict(n, text=capped(self._redact(n["text"]))) for n in t["notes"]])
 
     def _msg_item(self, r, outputs):
         content = r["content"]
@@ -637,7 +279,7 @@ class Sync:
             except OSError:
                 pass
         item = dict(t="msg", key=r["dedup"], kind=r["kind"], role=r["role"], session=r["session"],
-                    content=_capped(self._redact(content)), ts=r["ts"], importance=r["importance"], source=r["source"])
+                    content=capped(self._redact(content)), ts=r["ts"], importance=r["importance"], source=r["source"])
         for k in ("tool", "call_id", "subtype"):
             if r[k] is not None:
                 item[k] = r[k]
@@ -670,7 +312,7 @@ class Sync:
         st = self.store
         marks = {}
         items = self.pending_items(marks)
-        chunks = _segments(items)
+        chunks = split_segments(items)
         chunk = next(chunks, None)
         if not chunk:
             st.record_sent(ids=marks["ids"], tomb_hwm=marks["tomb_hwm"])
@@ -683,7 +325,7 @@ class Sync:
         while chunk:
             data = encode_segment(header, chunk)
             oid = self.git.hash_blob(data)
-            blobs.append((oid, f"segments/{adir}/{_sha(data)[:40]}.jsonl.gz", len(chunk), len(data)))
+            blobs.append((oid, f"segments/{adir}/{sha(data)[:40]}.jsonl.gz", len(chunk), len(data)))
             n_items += len(chunk)
             n_msgs += sum(1 for it in chunk if it["t"] == "msg")
             chunk = next(chunks, None)
@@ -793,7 +435,7 @@ class Sync:
                            author, origin, label=label)
             # what is stored now counts as sent: only a later change here goes back
             (now,) = st.sync_tasks(it["key"])
-            st.record_sent(sent=[(it["key"], _sha(json.dumps(self._task_view(now), sort_keys=True)))])
+            st.record_sent(sent=[(it["key"], sha(json.dumps(self._task_view(now), sort_keys=True)))])
             stats["tasks"] += 1
         if facts:
             from ctxd.memory import fact_merge
@@ -816,7 +458,7 @@ class Sync:
                 self.store.record_blob(oid, path, f"skipped: {why}")
 
     def _import_handoff(self, it):
-        key = "hr:" + _sha(json.dumps(it["archive"], sort_keys=True, ensure_ascii=False))
+        key = "hr:" + sha(json.dumps(it["archive"], sort_keys=True, ensure_ascii=False))
         if key in self.store.sent_digests():  # received before
             return 0
         try:
@@ -830,7 +472,7 @@ class Sync:
             self.report(f"skipped handoff {it['file']} on {REF}: {getattr(e, 'message', e)}")
             return 0
         with open(dest, "rb") as f:
-            digest = _sha(f.read())
+            digest = sha(f.read())
         self.store.record_sent(sent=[(key, "received"), ("h:" + os.path.basename(dest), digest)])
         return 1
 
@@ -928,12 +570,12 @@ class Sync:
         if local is not None:
             rc, _o, err = self.git.run("fsck", "--no-dangling", "--connectivity-only", local, check=False)
             out.append(("sync ref", "ok", f"{REF} at {local[:12]}", None) if rc == 0 else
-                       ("sync ref", "fail", f"{REF} is damaged: {_last_line(err)}",
+                       ("sync ref", "fail", f"{REF} is damaged: {last_line(err)}",
                         f"git update-ref -d {REF} && ctxd sync pull"))
         rc, o, err = self.git.run("ls-remote", "--refs", remote, REF, timeout=timeout, check=False)
         if rc != 0:
             out.append(("sync remote", "fail",
-                        f"cannot reach remote {remote}: {_last_line(err) or 'git ls-remote failed'}",
+                        f"cannot reach remote {remote}: {last_line(err) or 'git ls-remote failed'}",
                         f"git ls-remote {remote}  (check the URL, the network and your credentials)"))
         elif not o.strip():
             out.append(("sync remote", "warn", f"remote {remote} has no {REF} yet", "ctxd sync push"))
@@ -951,28 +593,6 @@ def _str(v):
     return v if isinstance(v, str) else None
 
 
-def _capped(text):
-    """*text* within MAX_ITEM_CHARS (what a receiver accepts), its cut said."""
-    if not text or len(text) <= MAX_ITEM_CHARS:
-        return text
-    note = f"\n[... {len(text):,} characters: cut to ctxd sync's limit of {MAX_ITEM_CHARS:,} an item]"
-    return text[:MAX_ITEM_CHARS - len(note)] + note
-
-
-def _segments(items):
-    """*items* in lists of at most SEGMENT_ITEMS items and about SEGMENT_BYTES bytes of JSON."""
-    chunk, size = [], 0
-    for it in items:
-        n = len(json.dumps(it, ensure_ascii=False)) + 1
-        if chunk and (len(chunk) >= SEGMENT_ITEMS or size + n > SEGMENT_BYTES):
-            yield chunk
-            chunk, size = [], 0
-        chunk.append(it)
-        size += n
-    if chunk:
-        yield chunk
-
-
 def _ident(v, default="?"):
     """A sender's claimed name (an email, a host) as stored and shown: a string, control
     characters out, at most 120 characters."""
@@ -988,5 +608,4 @@ def _float(v):
         return None
 
 
-__all__ = ["REF", "FORMAT", "Sync", "SyncOff", "SegmentError", "Git", "encode_segment",
-           "decode_segment", "tracking_ref", "ExitCode"]
+__all__ = ["REF", "Sync", "SyncOff"]
