@@ -35,7 +35,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-import bench_retention as R  # noqa: E402  (isolated_env, ctxd, check, _norm, DATA)
+import bench_retention  # noqa: E402  (isolated_env, ctxd, check, _norm, DATA)
 
 from ctxd.memory.tokens import estimate  # noqa: E402
 
@@ -56,17 +56,17 @@ def run_case(path, ratio, keep, show):
         os.makedirs(proj)
         with open(os.path.join(proj, ".contextrc"), "w", encoding="utf-8") as f:
             f.write("# handoff benchmark project\n")
-        env = R.isolated_env(tmp, proj)
+        env = bench_retention.isolated_env(tmp, proj)
         if ratio:
             cfg = os.path.join(env["XDG_CONFIG_HOME"], "ctxd")
             os.makedirs(cfg, exist_ok=True)
             with open(os.path.join(cfg, "config.toml"), "w", encoding="utf-8") as f:
                 f.write(f"[handoff]\ncompression_ratio = {ratio}\n")
         for args in (["allow", proj], ["chat", "import", "--format", "jsonl", path]):
-            p, _ = R.ctxd(args, env, proj)
+            p, _ = bench_retention.ctxd(args, env, proj)
             if p.returncode != 0:
                 raise SystemExit(f"{name}: ctxd {args[0]} failed: {(p.stderr or p.stdout).strip()}")
-        p, secs = R.ctxd(["handoff"], env, proj)
+        p, secs = bench_retention.ctxd(["handoff"], env, proj)
         if p.returncode != 0:
             raise SystemExit(f"{name}: ctxd handoff failed (exit {p.returncode}): {(p.stderr or p.stdout).strip()}")
         archive_path = p.stdout.strip().splitlines()[-1]
@@ -80,8 +80,8 @@ def run_case(path, ratio, keep, show):
         else:
             shutil.rmtree(tmp, ignore_errors=True)
     archive = json.loads(text)
-    norm = R._norm(text)
-    hits = [(f, *R.check(f, text, norm)) for f in facts]
+    norm = bench_retention._norm(text)
+    hits = [(f, *bench_retention.check(f, text, norm)) for f in facts]
     return {"name": name, "turns": len(turns), "conv": conv_tokens, "archive": estimate(text), "secs": secs,
             "footprint": archive["context_footprint"], "hits": hits, "facts_listed": len(archive.get("facts", [])),
             "key_points": len(archive.get("key_points", [])), "questions": len(archive.get("questions", []))}
@@ -91,12 +91,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ratio", type=float, default=None,
                     help="[handoff] compression_ratio for the projects (default: ctxd's default, 10)")
-    ap.add_argument("--data", default=R.DATA)
+    ap.add_argument("--data", default=bench_retention.DATA)
     ap.add_argument("--case", action="append", default=[])
     ap.add_argument("--show", action="store_true", help="print each archive")
     ap.add_argument("--keep", action="store_true", help="keep the temp projects")
     args = ap.parse_args()
-    paths = R.conversation_paths(args.data, args.case)
+    paths = bench_retention.conversation_paths(args.data, args.case)
 
     print(f"ctxd handoff benchmark: archive of each sample conversation"
           f"{f' at compression_ratio = {args.ratio:g}' if args.ratio else ' (default compression_ratio)'}")

@@ -23,10 +23,10 @@ FILE = _PathWord()  # files and directories
 def handoff_ids(ctx, param, incomplete):
     """The project's archive ids (and session ids) starting with *incomplete*, newest first."""
     try:
-        from ctxd.handoff import archive as A
+        from ctxd.handoff import archive
         from ctxd.memory.project import locate
 
-        entries = A.entries(locate().context_dir)
+        entries = archive.entries(locate().context_dir)
     except Exception:  # completion never fails the shell: no project, no archives, a broken index
         return []
     out, seen = [], set()

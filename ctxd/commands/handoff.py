@@ -46,7 +46,7 @@ def handoff(ctx, session, out, fmt):
     """
     if ctx.invoked_subcommand is not None:
         return
-    from ctxd.handoff import archive as A
+    from ctxd.handoff import archive as archive_mod
     from ctxd.handoff import render
     from ctxd.handoff.core import ProjectHandoffs
     from ctxd.memory.core import ProjectMemory
@@ -58,7 +58,7 @@ def handoff(ctx, session, out, fmt):
         md = render.to_markdown(archive)
         shown = _write_out(out or os.path.join(mem.paths.handoffs, hid + ".md"), md)
     elif out:
-        shown = _write_out(out, A.dumps(archive))
+        shown = _write_out(out, archive_mod.dumps(archive))
     click.echo(shown)
 
 
@@ -67,10 +67,10 @@ def handoff(ctx, session, out, fmt):
 @click.option("--json", "json_", is_flag=True, help="The index entries as JSON.")
 def list_(all_, json_):
     """The project's handoff archives, newest first."""
-    from ctxd.handoff import archive as A
+    from ctxd.handoff import archive as archive_mod
 
     project = _project()
-    entries = A.entries(project.context_dir)
+    entries = archive_mod.entries(project.context_dir)
     if not all_:
         seen, kept = set(), []
         for e in entries:
@@ -93,16 +93,16 @@ def list_(all_, json_):
 @click.option("--format", "fmt", type=click.Choice(["json", "markdown"]), default="markdown", show_default=True)
 def show(ref, fmt):
     """Print an archive (REF: an id, a session id, or nothing for the newest)."""
-    from ctxd.handoff import archive as A
+    from ctxd.handoff import archive as archive_mod
     from ctxd.handoff import render
 
     project = _project()
     if ref and os.path.sep in ref and os.path.isfile(ref):
-        archive = A.load(ref)  # a file given by path
+        archive = archive_mod.load(ref)  # a file given by path
     else:
-        _hid, path = A.resolve(project.context_dir, ref)
-        archive = A.load(path)
-    click.echo(A.dumps(archive) if fmt == "json" else render.to_markdown(archive), nl=False)
+        _hid, path = archive_mod.resolve(project.context_dir, ref)
+        archive = archive_mod.load(path)
+    click.echo(archive_mod.dumps(archive) if fmt == "json" else render.to_markdown(archive), nl=False)
 
 
 @handoff.command()
@@ -110,10 +110,10 @@ def show(ref, fmt):
 @click.argument("file", type=click.Path(dir_okay=False))
 def export(ref, file):
     """Write archive REF (id or session) to FILE, a new file, for another project or machine."""
-    from ctxd.handoff import archive as A
+    from ctxd.handoff import archive as archive_mod
 
     project = _project()
-    hid, dest = A.export_file(project.context_dir, ref, file)
+    hid, dest = archive_mod.export_file(project.context_dir, ref, file)
     click.echo(dest)
 
 
@@ -121,11 +121,11 @@ def export(ref, file):
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 def import_(file):
     """Store the archive in FILE (any supported schema) as a new version here."""
-    from ctxd.handoff import archive as A
+    from ctxd.handoff import archive as archive_mod
 
     from ctxd.memory import redact
 
     project = _project()
     raw = project.config.get("raw", {}) if isinstance(project.config, dict) else {}
-    hid, dest = A.import_file(project.context_dir, file, redact.from_config(raw, env=project.secrets))
+    hid, dest = archive_mod.import_file(project.context_dir, file, redact.from_config(raw, env=project.secrets))
     click.echo(dest)

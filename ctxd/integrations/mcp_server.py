@@ -171,20 +171,20 @@ def project_context(project):
 
 
 def latest_handoff(project):
-    from ctxd.handoff import archive as A
+    from ctxd.handoff import archive
 
-    got = A.latest(project.context_dir)
+    got = archive.latest(project.context_dir)
     if got is None:
-        raise NotFoundError(f"no handoff yet in {A.handoff_dir(project.context_dir)} "
+        raise NotFoundError(f"no handoff yet in {archive.handoff_dir(project.context_dir)} "
                             "(create one with the handoff tool or `ctxd handoff`)")
-    return A.dumps(got[2])
+    return archive.dumps(got[2])
 
 
 def teach_prompt(project, topic=None, focus=None):
-    from ctxd.handoff import archive as A
+    from ctxd.handoff import archive
     from ctxd.handoff.core import ProjectHandoffs
 
-    got = A.latest(project.context_dir)
+    got = archive.latest(project.context_dir)
     if got is None:
         raise NotFoundError("no handoff archive to teach from yet (create one with the handoff tool or "
                             "`ctxd handoff`)")
