@@ -26,6 +26,13 @@ from collections import namedtuple
 
 from ctxd.errors import CtxdError, ExitCode
 
+TYPE_CHECKING = False  # typing is not imported at run time: the AI CLI hooks import this module
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import BinaryIO
+
+    from ctxd.memory.items import Record
+
 Malformed = namedtuple("Malformed", "line_no reason")  # a line that could not be used
 Forget = namedtuple("Forget", "keys")  # dedup keys (and their "key:..." children) to delete
 
@@ -62,7 +69,8 @@ class ParseCursor:
     that name none.
     """
 
-    def __init__(self, path, *, start=0, line_no=1, complete_only=False, size=None):
+    def __init__(self, path: str, *, start: int = 0, line_no: int = 1, complete_only: bool = False,
+                 size: int | None = None):
         self.path = path
         self.start = start
         self.first_line_no = line_no
@@ -87,20 +95,20 @@ class TranscriptFormat:
     tails = True  # a live file can be imported incrementally (False: read whole every time)
     wants_path = False  # parse() takes the path (a database), not an open binary file
 
-    def sniff_line(self, obj, n):
+    def sniff_line(self, obj: dict, n: int) -> "Evidence | None":
         """The Evidence that JSON line *n* (a dict) is of this format, or None."""
         return None
 
-    def sniff_text(self, line):
+    def sniff_text(self, line: bytes) -> bool:
         """Whether raw line *line* (bytes, among the first lines) marks a file of this format."""
         return False
 
-    def one_document(self, f):
+    def one_document(self, f: "BinaryIO") -> bool:
         """Whether binary file *f* is this format written as one JSON document: detection's
         last resort, and such a file is imported whole each time it changes."""
         return False
 
-    def parse(self, source, cursor):
+    def parse(self, source: "BinaryIO | str", cursor: ParseCursor) -> "Iterator[Record | Malformed | Forget]":
         """Records, Malformed and Forget items from *source* (a binary file, or the path when
         ``wants_path``), starting at ``cursor.start`` and advancing ``cursor.pos``."""
         raise NotImplementedError

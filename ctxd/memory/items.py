@@ -30,6 +30,40 @@ than ``json`` and ``re`` at import time.
 import json
 import re
 
+TYPE_CHECKING = False  # typing is not imported at run time: the AI CLI hooks import this module
+if TYPE_CHECKING:
+    from typing import TypedDict
+
+    class Record(TypedDict, total=False):
+        """What record() makes (every key) and Store.add_many takes (content and a kind or a
+        role at least): one item of the typed model."""
+
+        kind: str  # one of KINDS
+        role: str  # ROLE_OF[kind]
+        content: str
+        session: str
+        source: str  # the tool or format it came from: claude, codex, gemini, cli, sync...
+        ts: float | None  # when it happened (None: when it is stored)
+        dedup: str | None  # unique and stable across re-imports
+        importance: float | None
+        tool: str | None
+        call_id: str | None
+        subtype: str | None  # META_SUBTYPES, SUMMARY_SUBTYPES
+        data: dict | list | None  # a call's {args, paths, command}; a result's {is_error, exit_code, size}
+        provenance: str | None  # one of PROVENANCES; None: settle() decides when it is stored
+        legacy: bool
+
+    class TypedFields(TypedDict):
+        """The typed fields reparse_legacy() reads back from a row an earlier version flattened."""
+
+        kind: str
+        content: str
+        tool: str | None
+        call_id: str | None
+        subtype: str | None
+        data: dict | list | None
+        legacy: bool
+
 KINDS = ("prompt", "reply", "tool_call", "tool_result", "summary", "meta")
 ROLE_OF = {"prompt": "user", "reply": "assistant", "tool_call": "assistant", "tool_result": "tool",
            "summary": "system", "meta": "system"}
@@ -345,7 +379,7 @@ def provenance_of(kind, subtype=None, content=None):
     return "agent"
 
 
-def settle(rec):
+def settle(rec: "Record") -> tuple[str, str | None, str]:
     """(kind, subtype, provenance) a record is stored with: its own provenance if it has a known one,
     else provenance_of(); a "prompt" ctxd generated or a sub-agent was given is meta, never a turn."""
     kind, subtype, content = rec.get("kind"), rec.get("subtype"), rec.get("content")
@@ -377,15 +411,16 @@ def strip_injected(text):
 
 # -- records ------------------------------------------------------------------------
 
-def record(kind, content, *, session, source, dedup, ts=None, importance=None, tool=None, call_id=None,
-           subtype=None, data=None, provenance=None):
+def record(kind: str, content: str, *, session: str, source: str, dedup: str | None, ts: float | None = None,
+           importance: float | None = None, tool: str | None = None, call_id: str | None = None,
+           subtype: str | None = None, data: dict | list | None = None, provenance: str | None = None) -> "Record":
     """A dict for Store.add_many (role included, so readers of the role alone keep working)."""
     return {"kind": kind, "role": ROLE_OF[kind], "content": content, "session": session, "source": source,
             "ts": ts, "dedup": dedup, "importance": importance, "tool": tool, "call_id": call_id,
             "subtype": subtype, "data": data, "provenance": provenance}  # None: settle() decides when stored
 
 
-def call_record(name, args, *, call_id=None, **common):
+def call_record(name: str | None, args: object, *, call_id: str | None = None, **common: object) -> "Record":
     """A tool_call record: content describe_call(...), data call_data(...)."""
     data = call_data(name, args)
     content = describe_call(name, data["args"], data["paths"], data["command"])
@@ -393,14 +428,15 @@ def call_record(name, args, *, call_id=None, **common):
                   call_id=call_id or None, data=data, **common)
 
 
-def result_record(text, *, tool=None, call_id=None, is_error=False, exit_code=None, **common):
+def result_record(text: str, *, tool: str | None = None, call_id: str | None = None, is_error: bool = False,
+                  exit_code: int | None = None, **common: object) -> "Record":
     """A tool_result record: data {"is_error", "exit_code", "size"}."""
     text = text if isinstance(text, str) else ""
     return record("tool_result", text, tool=tool, call_id=call_id or None,
                   data={"is_error": bool(is_error), "exit_code": exit_code, "size": len(text)}, **common)
 
 
-def user_record(text, **common):
+def user_record(text: str, **common: object) -> "Record":
     """A record for text found on a user line: a prompt, or meta/summary when the CLI injected it.
     A leading <hook_context> block is kept in data["injected"], not in the prompt."""
     typed, injected = strip_injected(text)
@@ -418,7 +454,8 @@ _LEGACY_STATUS = re.compile(r"\A\[(error|cancelled)\] ?(.*)\Z", re.S)
 _LEGACY_SUMMARY = re.compile(r"\A\[summary\] ?(.*)\Z", re.S)
 
 
-def _typed(kind, content, tool=None, call_id=None, subtype=None, data=None, legacy=False):
+def _typed(kind: str, content: str, tool: str | None = None, call_id: str | None = None, subtype: str | None = None,
+           data: dict | list | None = None, legacy: bool = False) -> "TypedFields":
     return {"kind": kind, "content": content, "tool": tool, "call_id": call_id, "subtype": subtype,
             "data": data, "legacy": legacy}
 
@@ -476,7 +513,7 @@ def _reparse(role, content, source):
     return _typed(kind_of_role(role), content, legacy=True)
 
 
-def reparse_legacy(role, content, source=None):
+def reparse_legacy(role: str, content: str, source: str | None = None) -> "TypedFields":
     """The typed fields {kind, content, tool, call_id, subtype, data, legacy} of a row an earlier
     version stored with only a role and flattened text. What cannot be re-parsed keeps its
     content, gets the kind its role implies and ``legacy: True``. Never raises."""

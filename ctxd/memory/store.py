@@ -30,6 +30,10 @@ from ctxd.memory.store_session import SessionTables
 from ctxd.memory.store_sync import SyncTables
 from ctxd.memory.store_tasks import TasksTables
 
+TYPE_CHECKING = False  # typing is not imported at run time: the hooks import the store
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
 DEFAULT_OFFLOAD = 8192  # characters
 BUSY_TIMEOUT = 30.0  # seconds a write waits for another process's lock (AI CLI hooks wait far less)
 
@@ -45,8 +49,8 @@ def _private(path):
 
 
 class Store(MessagesTables, FactsTables, TasksTables, ConceptsTables, SessionTables, SyncTables, EmbedTables):
-    def __init__(self, context_dir, *, redactor=None, offload_threshold=DEFAULT_OFFLOAD, create=True,
-                 busy_timeout=BUSY_TIMEOUT):
+    def __init__(self, context_dir: str, *, redactor: "Callable[[str], tuple[str, dict]] | None" = None,
+                 offload_threshold: int = DEFAULT_OFFLOAD, create: bool = True, busy_timeout: float = BUSY_TIMEOUT):
         self.dir = context_dir
         self.path = os.path.join(context_dir, DB_NAME)
         self.redactor = redactor
@@ -133,11 +137,11 @@ class Store(MessagesTables, FactsTables, TasksTables, ConceptsTables, SessionTab
             return
         migrate(db)
 
-    def close(self):
+    def close(self) -> None:
         self.db.close()
 
     @contextlib.contextmanager
-    def transaction(self):
+    def transaction(self) -> "Iterator[sqlite3.Connection]":
         """One write transaction (BEGIN IMMEDIATE ... COMMIT; ROLLBACK on any exception).
 
         Re-entrant: inside an open transaction it joins it, so store methods that
@@ -165,7 +169,7 @@ class Store(MessagesTables, FactsTables, TasksTables, ConceptsTables, SessionTab
             raise typed_error(e, self.path) from None
 
     @contextlib.contextmanager
-    def waiting(self, seconds):
+    def waiting(self, seconds: float) -> "Iterator[None]":
         """Inside, a write waits at most *seconds* for another process's lock (0: not at all)."""
         self.db.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
         try:
@@ -177,14 +181,14 @@ class Store(MessagesTables, FactsTables, TasksTables, ConceptsTables, SessionTab
         if self.db.in_transaction:  # SQLite may have rolled back already (SQLITE_FULL, say)
             self.db.execute("ROLLBACK")
 
-    def __enter__(self):
+    def __enter__(self) -> "Store":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     @contextlib.contextmanager
-    def deadline(self, seconds):
+    def deadline(self, seconds: float) -> "Iterator[None]":
         """Queries inside give up (match nothing, read nothing) once *seconds* have passed."""
         end = time.monotonic() + seconds
         self.db.set_progress_handler(lambda: 1 if time.monotonic() > end else 0, 2000)
@@ -200,16 +204,16 @@ class Store(MessagesTables, FactsTables, TasksTables, ConceptsTables, SessionTab
             raise TimeUp(f"gave up after {seconds * 1000:.0f} ms")
 
     # -- transcript offsets ---------------------------------------------------
-    def get_offset(self, path):
+    def get_offset(self, path: str) -> tuple[int, str]:
         row = self.db.execute("SELECT offset, head FROM offsets WHERE path = ?", (path,)).fetchone()
         return (row[0], row[1]) if row else (0, "")
 
-    def set_offset(self, path, offset, head):
+    def set_offset(self, path: str, offset: int, head: str) -> None:
         self.db.execute("INSERT INTO offsets(path, offset, head, updated) VALUES (?,?,?,?) "
                         "ON CONFLICT(path) DO UPDATE SET offset = excluded.offset, head = excluded.head, "
                         "updated = excluded.updated", (path, offset, head, time.time()))
 
-    def integrity(self):
+    def integrity(self) -> str:
         """"ok", or the problems PRAGMA integrity_check reports (pages so damaged that the check
         itself cannot read them are such a problem too: SQLite's own message)."""
         try:
@@ -218,14 +222,14 @@ class Store(MessagesTables, FactsTables, TasksTables, ConceptsTables, SessionTab
             return str(e)
 
     # -- spool markers (ctxd.memory.spool) ----------------------------------------
-    def spool_marked(self, key):
+    def spool_marked(self, key: str) -> bool:
         return self.db.execute("SELECT 1 FROM meta WHERE key = ?", (key,)).fetchone() is not None
 
-    def mark_spool(self, key):
+    def mark_spool(self, key: str) -> None:
         """Inside the transaction that stored a spooled entry: it is stored."""
         self.db.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT DO NOTHING", (key, str(time.time())))
 
-    def forget_spool_mark(self, key):
+    def forget_spool_mark(self, key: str) -> None:
         with self.transaction():
             self.db.execute("DELETE FROM meta WHERE key = ?", (key,))
 
@@ -243,7 +247,7 @@ class Recovery:
             healthy, salvaged, unreadable, backup, problem)
 
 
-def check(path):
+def check(path: str) -> str:
     """"ok", or the damage SQLite's integrity check found (pages it cannot even read, a file that
     is not a database); reads only, and leaves no -wal/-shm behind that was not there. A store
     that cannot be checked now (busy, a full disk, an I/O error, unreadable) raises its
@@ -279,7 +283,7 @@ def _read_only(path):
                 pass
 
 
-def recover(context_dir):
+def recover(context_dir: str) -> Recovery:
     """Salvage a damaged store: move it aside and copy every readable message into a new one.
 
     A store that passes ``PRAGMA integrity_check`` is never moved (``Recovery.healthy``): a full

@@ -2,32 +2,37 @@
 A message counts as embedded when it has a row of the current model (another model's row is
 replaced when the embedder reaches it)."""
 
+TYPE_CHECKING = False  # typing is not imported at run time: the hooks import the store
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+    from sqlite3 import Row
+
 
 class EmbedTables:
-    def embed_backlog(self, model):
+    def embed_backlog(self, model: str) -> int:
         return self.db.execute("SELECT count(*) FROM messages m WHERE NOT EXISTS "
                                "(SELECT 1 FROM embeddings e WHERE e.id = m.id AND e.model = ?)",
                                (model,)).fetchone()[0]
 
-    def embed_lag(self, model):
+    def embed_lag(self, model: str) -> int:
         """Message ids past the newest one embedded (cheap: index lookups)."""
         return self.db.execute("SELECT (SELECT coalesce(max(id), 0) FROM messages) - "
                                "(SELECT coalesce(max(id), 0) FROM embeddings WHERE model = ?)",
                                (model,)).fetchone()[0]
 
-    def embed_progress(self, model):
+    def embed_progress(self, model: str) -> tuple[int, int]:
         total = self.db.execute("SELECT count(*) FROM messages").fetchone()[0]
         done = self.db.execute("SELECT count(*) FROM embeddings e WHERE e.model = ? AND EXISTS "
                                "(SELECT 1 FROM messages m WHERE m.id = e.id)", (model,)).fetchone()[0]
         return done, total
 
-    def embed_todo(self, model, n):
+    def embed_todo(self, model: str, n: int) -> "list[Row]":
         """[(id, kind, content)] of the oldest *n* messages without a row of *model*."""
         return self.db.execute("SELECT m.id, m.kind, m.content FROM messages m WHERE NOT EXISTS "
                                "(SELECT 1 FROM embeddings e WHERE e.id = m.id AND e.model = ?) ORDER BY m.id LIMIT ?",
                                (model, n)).fetchall()
 
-    def embed_before(self, ids, kinds):
+    def embed_before(self, ids: "Iterable[int]", kinds: "Iterable[str]") -> dict[int, tuple[int, str]]:
         """{id: (id, content)} of the turn before each of *ids* in its session, among *kinds*."""
         out = {}
         marks = ",".join("?" * len(kinds))
@@ -38,7 +43,8 @@ class EmbedTables:
             if row is not None:
                 out[mid] = (row[0], row[1])
         return out
-    def embed_put(self, rows, read):
+
+    def embed_put(self, rows: "Iterable[tuple]", read: dict[int, str]) -> None:
         """Store *rows* (id, model, scale, bits, vec) of the messages whose content is still
         what was embedded (*read*: {id: content}); one deleted or edited meanwhile gets none."""
         with self.transaction() as db:
@@ -48,15 +54,15 @@ class EmbedTables:
             db.executemany("INSERT OR REPLACE INTO embeddings(id, model, scale, bits, vec) VALUES (?, ?, ?, ?, ?)",
                            [r for r in rows if r[0] in live])
 
-    def embed_any(self, model):
+    def embed_any(self, model: str) -> bool:
         return self.db.execute("SELECT 1 FROM embeddings WHERE model = ? AND vec IS NOT NULL LIMIT 1",
                                (model,)).fetchone() is not None
 
-    def embed_bits(self, model):
+    def embed_bits(self, model: str) -> "Iterator[Row]":
         """An iterator of (id, sign bits) of every vector of *model*."""
         return self.db.execute("SELECT id, bits FROM embeddings WHERE model = ? AND bits IS NOT NULL", (model,))
 
-    def embed_vectors(self, ids):
+    def embed_vectors(self, ids: "Iterable[int]") -> "list[Row]":
         """[(id, scale, int8 bytes)] of *ids*."""
         out = []
         ids = list(ids)

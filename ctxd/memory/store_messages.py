@@ -14,6 +14,13 @@ from ctxd.memory import tokens
 from ctxd.memory.layout import OUTPUTS
 from ctxd.memory.store_errors import StoreError, typed_error
 
+TYPE_CHECKING = False  # typing is not imported at run time: the hooks import the store
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+    from sqlite3 import Row
+
+    from ctxd.memory.item_types import Record
+
 ROLES = ("user", "assistant", "system", "tool")
 PREVIEW_HEAD = 1000
 PREVIEW_TAIL = 1000
@@ -44,13 +51,13 @@ class Message:
         if isinstance(self.data, str):
             self.data = load_data(self.data)
 
-    def to_json(self):
+    def to_json(self) -> dict:
         d = {k: getattr(self, k) for k in self.__slots__ if k not in ("dedup",)}
         d["time"] = format_utc(self.ts)
         return d
 
 
-def load_data(text):
+def load_data(text: str) -> object:
     import json
 
     try:
@@ -59,7 +66,7 @@ def load_data(text):
         return None
 
 
-def dump_data(value):
+def dump_data(value: object) -> str | None:
     import json
 
     return None if value is None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
@@ -69,7 +76,7 @@ class MessagesTables:
     """Methods of Store over the messages table and its indexes; self.db is the connection."""
 
     # -- writing --------------------------------------------------------------
-    def prepare(self, content, redact=True):
+    def prepare(self, content: str, redact: bool = True) -> tuple[str, str | None, int | None]:
         """(stored content, output_path, output_chars): redacted, offloaded if huge."""
         if redact and self.redactor is not None:
             content, _ = self.redactor(content)
@@ -85,14 +92,14 @@ class MessagesTables:
                    f"({len(content)} characters): {full} ...]\n{content[-PREVIEW_TAIL:]}")
         return preview, full, len(content)
 
-    def add(self, role, content, *, session="", source="cli", importance=0.5, ts=None, dedup=None,
-            redact=True):
+    def add(self, role: str, content: str, *, session: str = "", source: str = "cli", importance: float = 0.5,
+            ts: float | None = None, dedup: str | None = None, redact: bool = True) -> int | None:
         """Store one message; return its id, or None when *dedup* was seen before."""
         ids = self.add_many([dict(role=role, content=content, session=session, source=source,
                                   importance=importance, ts=ts, dedup=dedup)], redact=redact)
         return ids[0] if ids else None
 
-    def add_many(self, messages, redact=True):
+    def add_many(self, messages: "Iterable[Record]", redact: bool = True) -> list[int]:
         """Store messages in one transaction; return the ids of those added.
 
         Each message is a dict of the typed model (ctxd.memory.items): ``kind`` and the
@@ -149,14 +156,14 @@ class MessagesTables:
         return added
 
     # -- reading --------------------------------------------------------------
-    def count(self):
+    def count(self) -> int:
         return self.db.execute("SELECT count(*) FROM messages").fetchone()[0]
 
-    def get(self, mid):
+    def get(self, mid: int) -> "Message | None":
         row = self.db.execute("SELECT * FROM messages WHERE id = ?", (mid,)).fetchone()
         return Message(row) if row else None
 
-    def recent(self, n=20, session=None):
+    def recent(self, n: int = 20, session: str | None = None) -> "list[Message]":
         """The last *n* messages by when they happened (not when they were stored), oldest first:
         files imported in any order, and live records reconciled later, keep their places."""
         if session is None:
@@ -166,7 +173,7 @@ class MessagesTables:
                                    (session, n)).fetchall()
         return [Message(r) for r in reversed(rows)]
 
-    def iter_all(self, session=None, batch=1000):
+    def iter_all(self, session: str | None = None, batch: int = 1000) -> "Iterator[Message]":
         last = 0
         while True:
             if session is None:
@@ -181,7 +188,7 @@ class MessagesTables:
                 yield Message(r)
             last = rows[-1]["id"]
 
-    def search(self, query, limit=20):
+    def search(self, query: str, limit: int = 20) -> "list[Message]":
         """Full-text search (trigram: works for CJK too); newest first."""
         query = query.strip()
         if not query:
@@ -198,7 +205,7 @@ class MessagesTables:
         return [Message(r) for r in rows]
 
     # -- ranked recall (ctxd.memory.recall builds the MATCH expressions) ---------
-    def match(self, expr, limit, *, index="words"):
+    def match(self, expr: str, limit: int, *, index: str = "words") -> list[tuple[int, float]]:
         """[(id, bm25)] of the messages matching an FTS5 expression, best first (bm25 is
         negative: lower is better). *index*: "words" (stemmed words) or "trigrams" (CJK,
         substrings). An expression FTS5 cannot parse matches nothing."""
@@ -210,12 +217,12 @@ class MessagesTables:
         except sqlite3.OperationalError:
             return []
 
-    def offloaded(self, n):
+    def offloaded(self, n: int) -> "list[Message]":
         """The newest *n* messages whose content was offloaded to a file, newest first."""
         return [Message(r) for r in self.db.execute(
             "SELECT * FROM messages WHERE output_path IS NOT NULL ORDER BY id DESC LIMIT ?", (n,))]
 
-    def match_count(self, expr, cap=100_000):
+    def match_count(self, expr: str, cap: int = 100_000) -> int:
         """How many messages match an FTS5 expression of the word index (at most *cap*)."""
         try:
             return self.db.execute("SELECT count(*) FROM (SELECT 1 FROM messages_words WHERE messages_words MATCH ? "
@@ -223,7 +230,7 @@ class MessagesTables:
         except sqlite3.OperationalError:
             return 0
 
-    def messages(self, ids):
+    def messages(self, ids: "Iterable[int]") -> "list[Message]":
         """The messages with these ids, by id."""
         ids = list(ids)
         out = []
@@ -233,11 +240,11 @@ class MessagesTables:
                 f"SELECT * FROM messages WHERE id IN ({','.join('?' * len(chunk))})", chunk)]
         return sorted(out, key=lambda m: m.id)
 
-    def beside(self, m):
+    def beside(self, m: "Message") -> "tuple[Message | None, Message | None]":
         """(the message before *m*, the message after it) in its session, by time, or None."""
         return self.step(m, 0), self.step(m, 1)
 
-    def step(self, m, side):
+    def step(self, m: "Message", side: int) -> "Message | None":
         """The message just before (*side* 0) or after (1) *m* in its session, by time, or None."""
         if side:
             sql = ("SELECT * FROM messages WHERE session = ? AND (ts > ? OR (ts = ? AND id > ?)) "
@@ -248,7 +255,7 @@ class MessagesTables:
         row = self.db.execute(sql, (m.session, m.ts, m.ts, m.id)).fetchone()
         return Message(row) if row else None
 
-    def mark_injected(self, session, ids):
+    def mark_injected(self, session: str, ids: "Iterable[int]") -> None:
         if not session or not ids:
             return
         now = time.time()
@@ -256,28 +263,28 @@ class MessagesTables:
             self.db.executemany("INSERT INTO injected(session, msg_id, ts) VALUES (?,?,?) ON CONFLICT DO NOTHING",
                                 [(session, i, now) for i in ids])
 
-    def injected_ids(self, session):
+    def injected_ids(self, session: str) -> set[int]:
         return {r[0] for r in self.db.execute("SELECT msg_id FROM injected WHERE session = ?", (session,))}
 
-    def session_ids(self, session, limit=20000):
+    def session_ids(self, session: str, limit: int = 20000) -> set[int]:
         """The ids of *session*'s own messages (the newest *limit*)."""
         return {r[0] for r in self.db.execute(
             "SELECT id FROM messages WHERE session = ? ORDER BY id DESC LIMIT ?", (session, limit))}
 
-    def last_id_before(self, ts, mid):
+    def last_id_before(self, ts: float, mid: int) -> int:
         """The largest id of the messages that happened before (*ts*, *mid*), 0 when none did."""
         row = self.db.execute("SELECT max(id) FROM messages WHERE ts < ? OR (ts = ? AND id < ?)",
                               (ts, ts, mid)).fetchone()
         return row[0] or 0
 
-    def newest_ts(self):
+    def newest_ts(self) -> float:
         row = self.db.execute("SELECT max(ts) FROM messages").fetchone()
         return row[0] if row and row[0] is not None else 0.0
 
-    def has_dedup(self, key):
+    def has_dedup(self, key: str) -> bool:
         return self.db.execute("SELECT 1 FROM messages WHERE dedup = ?", (key,)).fetchone() is not None
 
-    def dedup_range(self, prefixes):
+    def dedup_range(self, prefixes: "Iterable[str]") -> "list[Row]":
         """Rows (id, role, content, dedup) whose dedup key starts with one of *prefixes*, by id."""
         rows = []
         for prefix in prefixes:
@@ -286,26 +293,27 @@ class MessagesTables:
                                     " ORDER BY id", (prefix, hi)).fetchall()
         return sorted(rows, key=lambda r: r["id"])
 
-    def twins(self, session, role, content):
+    def twins(self, session: str, role: str, content: str) -> "list[Row]":
         """Rows (id, dedup) of *session* with this role and content, by id."""
         return self.db.execute("SELECT id, dedup FROM messages WHERE session = ? AND role = ? AND content = ? "
                                "ORDER BY id", (session, role, content)).fetchall()
 
-    def session_replies(self, session):
+    def session_replies(self, session: str) -> "list[Row]":
         """Rows (id, content, dedup) of *session*'s replies, in the order they happened."""
         return self.db.execute("SELECT id, content, dedup FROM messages WHERE session = ? AND kind = 'reply' "
                                "ORDER BY ts, id", (session,)).fetchall()
 
-    def last_session(self):
+    def last_session(self) -> str | None:
         row = self.db.execute("SELECT session FROM messages ORDER BY ts DESC, id DESC LIMIT 1").fetchone()
         return row[0] if row else None
 
-    def sessions(self):
+    def sessions(self) -> list[str]:
         return [r[0] for r in self.db.execute(
             "SELECT session FROM messages GROUP BY session ORDER BY max(ts) DESC, max(id) DESC").fetchall()]
 
     # -- deleting -------------------------------------------------------------
-    def forget(self, *, mid=None, before=None, session=None, everything=False):
+    def forget(self, *, mid: int | None = None, before: float | None = None, session: str | None = None,
+               everything: bool = False) -> int:
         """Delete messages (and their offloaded files); return how many."""
         if everything:
             where, args = "1", ()
@@ -337,7 +345,7 @@ class MessagesTables:
                 pass
         return n
 
-    def forget_dedup(self, keys):
+    def forget_dedup(self, keys: "Iterable[str]") -> int:
         """Delete the messages whose dedup key is one of *keys* or starts with key + ":".
 
         Importers use it when a transcript takes back what it said (a Gemini

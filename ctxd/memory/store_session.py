@@ -5,6 +5,11 @@ their methods. ctxd.memory.session builds the session memory (requests, files,
 commands, commits, errors, todos) from the typed rows these methods return.
 """
 
+TYPE_CHECKING = False  # typing is not imported at run time: the hooks import the store
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from sqlite3 import Row
+
 # A tool result is read as its head and its tail: what a session memory needs of it
 # (a commit's "[main abc123] subject" line, a test run's "3 passed, 1 failed") is there.
 RESULT_HEAD = 1500
@@ -15,7 +20,7 @@ _TYPED = ("prompt", "reply", "tool_call", "tool_result", "summary")
 class SessionTables:
     """Methods of Store for ctxd.memory.session; self.db is the connection."""
 
-    def session_rows(self, limit=3000, session=None, local=False):
+    def session_rows(self, limit: int = 3000, session: str | None = None, local: bool = False) -> "list[Row]":
         """The newest *limit* typed rows (prompt, reply, tool_call, tool_result, summary; of meta
         only interrupts: they tell a call the user stopped from one that failed), oldest first, as
         rows with id, session, kind, tool, call_id, subtype, data (JSON text), ts, source, provenance
@@ -39,7 +44,7 @@ class SessionTables:
         rows = self.db.execute(sql, args).fetchall()
         return [r for r in reversed(rows) if r["kind"] != "meta" or r["subtype"] == "interrupt"]
 
-    def first_prompt(self, session=None, local=False):
+    def first_prompt(self, session: str | None = None, local: bool = False) -> "Row | None":
         """The first typed prompt (of *session*, else of the whole store; *local*: written here) as
         a row, or None."""
         mine = " AND +author IS NULL" if local else ""
@@ -49,18 +54,18 @@ class SessionTables:
         return self.db.execute("SELECT id, session, ts, content FROM messages WHERE kind = 'prompt' AND session = ?"
                                f"{mine} ORDER BY ts, id LIMIT 1", (session,)).fetchone()
 
-    def kind_of(self, msg_id):
+    def kind_of(self, msg_id: int) -> str | None:
         """The kind of message *msg_id*, or None."""
         row = self.db.execute("SELECT kind FROM messages WHERE id = ?", (msg_id,)).fetchone()
         return row[0] if row else None
 
-    def fact_source_rows(self, upto, batch):
+    def fact_source_rows(self, upto: int, batch: int) -> "list[Row]":
         """The next *batch* messages after id *upto*, with the columns fact extraction reads and
         their kind and subtype (facts come from prompts, replies and summaries only)."""
         return self.db.execute("SELECT id, ts, role, content, importance, session, source, kind, subtype "
                                "FROM messages WHERE id > ? ORDER BY id LIMIT ?", (upto, batch)).fetchall()
 
-    def answered(self, msg_ids):
+    def answered(self, msg_ids: "Iterable[int]") -> set[int]:
         """The ids among *msg_ids* that a later reply of the same session follows."""
         out = set()
         for i in msg_ids:
@@ -71,7 +76,7 @@ class SessionTables:
                 out.add(i)
         return out
 
-    def history_rows(self, edit_tools, limit=4000):
+    def history_rows(self, edit_tools: "Iterable[str]", limit: int = 4000) -> "list[tuple[Row, Row | None]]":
         """What the project's earlier sessions changed: the newest *limit* tool calls that edit
         files (a tool of *edit_tools*, a patch) or commit (``git … commit``), oldest first, each
         with its result's head (``result``, ``result_data``; None when none was recorded)."""
@@ -91,7 +96,7 @@ class SessionTables:
             out.append((r, res))
         return out
 
-    def last_prompt(self, session=None, local=False):
+    def last_prompt(self, session: str | None = None, local: bool = False) -> "Row | None":
         """The newest typed prompt (of *session*, else of the whole store; *local*: written here)
         as a row, or None."""
         if session is None:

@@ -12,6 +12,10 @@ import sys
 
 from ctxd.errors import ValueRejected
 
+TYPE_CHECKING = False  # typing is not imported at run time: this module is on the cd path
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+
 
 def check_name(name):
     """Only plain identifiers ([A-Za-z_][A-Za-z0-9_]*) may reach eval as variable names.
@@ -124,11 +128,11 @@ class Shell:
 
     # -- what the user puts in, or types into, the shell ---------------------
     @property
-    def install_line(self):
+    def install_line(self) -> str:
         """The line that loads the hook (in the rc file, or typed now)."""
         return f'eval "$(ctxd hook {self.name})"'
 
-    def rc_block(self, ctxd_path=None, hook_file=None):
+    def rc_block(self, ctxd_path: str | None = None, hook_file: str | None = None) -> str:
         """What `ctxd setup --write` appends to the rc file: the hook line that
         works before the console script's directory is on PATH (a login shell
         whose ~/.profile sources the rc file first), with the absolute path of
@@ -152,11 +156,12 @@ class Shell:
         return ("\n# ctxd: project environments on cd (written by `ctxd setup`; the path is a fallback\n"
                 "# for shells that start before it is on PATH; without ctxd, inherited state is dropped)\n")
 
-    def rc_text(self, ctxd_path, hook_file=None):
+    def rc_text(self, ctxd_path: str | None, hook_file: str | None = None) -> str:
         """The guarded lines themselves (one of them loads_hook())."""
         raise NotImplementedError
 
-    def cache_guard(self, dist_info, interpreter, sources, own_path, comment):
+    def cache_guard(self, dist_info: str | None, interpreter: str, sources: "Iterable[str]", own_path: str,
+                    comment: str) -> str:
         """First lines of the start-up copy of the hook at *own_path*: status 1
         (nothing defined) unless *dist_info* (None: not checked) and the
         *interpreter* exist and no file of *sources* is newer than the copy.
@@ -169,87 +174,87 @@ class Shell:
         return (f"# {comment}\n"
                 f"[[ {' && '.join(tests)} ]] || \\builtin return 1\n")
 
-    def home_relative(self, path):
+    def home_relative(self, path: str) -> str:
         """*path* as shell text, $HOME-relative when it is under $HOME."""
         home = os.path.expanduser("~").rstrip("/")
         if home and path.startswith(home + "/"):
             return self.home_word() + self.quote(path[len(home) + 1:])
         return self.quote(path)
 
-    def home_word(self):
+    def home_word(self) -> str:
         return '"$HOME"/'
 
-    def rc_candidates(self, environ):
+    def rc_candidates(self, environ: "Mapping[str, str]") -> list[str]:
         """Every startup file that may load the hook, in the order the shell reads them."""
         raise NotImplementedError
 
-    def loads_hook(self, line):
+    def loads_hook(self, line: str) -> bool:
         """Whether one rc-file line loads ctxd's hook for this shell (comments do not)."""
         text = line.strip()
         if text.startswith("#") or "ctxd hook" not in text:
             return False
         return self.name in text or "ctxd hook)" in text or text.endswith("ctxd hook")
 
-    def drop_state_command(self):
+    def drop_state_command(self) -> str:
         """One line a user types to undo ctxd's changes (with the hook's restore
         function, when there is one) and drop its state; the hook re-activates at
         the next prompt."""
         raise NotImplementedError
 
-    def home(self, environ):
+    def home(self, environ: "Mapping[str, str]") -> str:
         return environ.get("HOME") or os.path.expanduser("~")
 
     # -- primitives each shell defines ------------------------------------
-    def quote(self, value):
+    def quote(self, value: str) -> str:
         raise NotImplementedError
 
-    def set_var(self, name, value):
+    def set_var(self, name: str, value: str) -> str:
         raise NotImplementedError
 
-    def unset_var(self, name):
+    def unset_var(self, name: str) -> str:
         raise NotImplementedError
 
-    def set_path(self, entries):
+    def set_path(self, entries: "Sequence[str]") -> str:
         return self.set_var("PATH", ":".join(entries))
 
-    def warn(self, message):
+    def warn(self, message: str) -> str:
         raise NotImplementedError
 
-    def warn_unless_listed(self, message, name, word):
+    def warn_unless_listed(self, message: str, name: str, word: str) -> str:
         """warn(*message*) unless *word* is one of the space-separated words of
         the variable *name* (a shell with a revisit_var defines it)."""
         raise NotImplementedError
 
-    def define_restore(self, statements):
+    def define_restore(self, statements: "Sequence[str]") -> str:
         raise NotImplementedError
 
-    def drop_restore(self):
+    def drop_restore(self) -> str:
         raise NotImplementedError
 
-    def if_value(self, name, value, statement):
+    def if_value(self, name: str, value: str | None, statement: str) -> str:
         """Run *statement* only while *name* still holds *value* (None: unset)."""
         raise NotImplementedError
 
-    def set_flag(self, name, value):
+    def set_flag(self, name: str, value: str) -> str:
         """A plain (non-exported) global shell variable the hook reads."""
         raise NotImplementedError
 
-    def env_check(self, pairs, files=()):
+    def env_check(self, pairs: "Iterable[tuple[str, str | None]]", files: "Iterable[str]" = ()) -> str:
         """A condition, as shell code, true while every (name, value) of
         *pairs* holds (value None: unset) and every path of *files* exists.
         See ctxd.activation.revisit."""
         raise NotImplementedError
 
-    def fast_leave(self, allowed):
+    def fast_leave(self, allowed: bool) -> str:
         """Tell the hook whether it may undo this activation without ctxd
         (the restore function is exact when no on_leave hook has to run)."""
         return self.set_flag(self.fast_leave_var, "1" if allowed else "0")
 
-    def join(self, statements):
+    def join(self, statements: "Iterable[str]") -> str:
         return "".join(s + "\n" for s in statements)
 
     # -- the hook -----------------------------------------------------------
-    def hook(self, markers, command):
+    def hook(self, markers: "Iterable[str]", command: "Iterable[str]") -> str:
         with open(template_path(self.template), encoding="utf-8") as f:
             text = f.read()
         if "@CTXD_STAMP_DIR@" in text:  # ctxd's private cache directory the export writes stamps to
@@ -262,6 +267,6 @@ class Shell:
             .replace("@CTXD_COMMAND@", " ".join(self.quote(w) for w in command))
         )
 
-    def marker_test(self, markers):
+    def marker_test(self, markers: "Iterable[str]") -> str:
         """Shell text for a template's @CTXD_MARKER_TEST@ (bash: one test of every marker)."""
         return ""
