@@ -354,7 +354,7 @@ AGENTS_MAY_IMPORT = {
     "ctxd.activation.fileio": "sha256 for dedup keys",
     "ctxd.memory.items": "the typed model a parser yields",
     "ctxd.memory.store_llm": "llm's logs.db reader (SQL stays in the store modules)",
-    "ctxd.memory.store": "StoreUnavailable: a hook handler (Codex notify) reads a store that may be busy",
+    "ctxd.memory.store_errors": "StoreUnavailable: a hook handler (Codex notify) reads a store that may be busy",
 }
 
 

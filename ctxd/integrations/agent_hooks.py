@@ -112,7 +112,7 @@ def write(tool, payload, records=(), transcript=None, then=None, mem=None, turn_
     corrupt), what was not stored yet is queued in the spool (redacted) for the next writer,
     with one line in the log and on stderr; the hook still exits 0.
     """
-    from ctxd.memory.store import StoreUnavailable
+    from ctxd.memory.store_errors import StoreUnavailable
 
     session = payload_id(payload, "session_id")
     mem = mem or project_memory(payload)
@@ -156,7 +156,7 @@ def on_session_start(tool, payload):
     # never creates a store just to read it; only reading: no redaction rules to compile
     import sqlite3
 
-    from ctxd.memory.store import StoreBusy
+    from ctxd.memory.store_errors import StoreBusy
 
     with project_memory(payload, redact=False) as mem:
         try:

@@ -42,7 +42,8 @@ if TYPE_CHECKING:
     from ctxd.memory.importing import ImportResult
     from ctxd.memory.project import Project
     from ctxd.memory.recall import Hit, Recall
-    from ctxd.memory.store import Message, Recovery, Store
+    from ctxd.memory.store import Recovery, Store
+    from ctxd.memory.store_messages import Message
     from ctxd.memory.sync import Sync
 
 DEFAULT_BUDGET = 8000

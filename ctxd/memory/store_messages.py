@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
     from sqlite3 import Row
 
-    from ctxd.memory.item_types import Record
+    from ctxd.memory.items import Record
 
 ROLES = ("user", "assistant", "system", "tool")
 PREVIEW_HEAD = 1000
