@@ -225,10 +225,10 @@ def test_parse_cache_is_keyed_by_content(tmp_path):
     assert contextrc.load(str(rc))[0]["env"] == [["A", "2"]]
 
 
-def test_hooks_output_failure_and_timeout(tmp_path):
-    from ctxd.activation import hooks
+def test_enter_leave_commands_output_failure_and_timeout(tmp_path):
+    from ctxd.activation import enter_leave
 
-    lines = hooks.run(["echo out; echo err >&2", "exit 3", "sleep 30 & sleep 30"], {"PATH": "/usr/bin:/bin"},
+    lines = enter_leave.run(["echo out; echo err >&2", "exit 3", "sleep 30 & sleep 30"], {"PATH": "/usr/bin:/bin"},
                       str(tmp_path), 0.5, "on_enter")
     assert lines[:2] == ["out", "err"]
     assert lines[2] == "ctxd: on_enter failed (exit 3): exit 3"

@@ -31,7 +31,7 @@ CTXD = {"ctxd", "ctxd.export_entry", "ctxd.errors", "ctxd.paths", "ctxd.shells",
 # never on that path: loaded only for what needs them
 LATER = {"zlib", "binascii", "hashlib", "re", "json", "tomllib", "subprocess", "fnmatch", "platformdirs", "click",
          "ctxd.activation.pins", "ctxd.activation.contextrc", "ctxd.activation.direnv",
-         "ctxd.activation.hooks", "ctxd.activation.dotenv_files", "ctxd.boundary"}
+         "ctxd.activation.enter_leave", "ctxd.activation.dotenv_files", "ctxd.boundary"}
 
 DUMP = ("\nimport sys as _s; _s.stderr.write('\\nMODULES=' + ' '.join(sorted(_s.modules))"
         " + '\\nOS=' + getattr(_s.modules.get('os'), '__name__', '-'))\n")

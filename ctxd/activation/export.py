@@ -83,9 +83,9 @@ def transition(environ, pwd=None, *, old_state="read", run_hooks=False, shell=No
     same_hooks = bool(old and old.root == root and old.enter_sig == sig
                       and (old.leave.get("cmds") or []) == (t.plan.on_leave if t.plan else []))
     if run_hooks and old and not same_hooks and old.leave.get("cmds"):
-        from ctxd.activation import hooks
+        from ctxd.activation import enter_leave
 
-        t.warnings += hooks.run(old.leave["cmds"], dict(environ), old.leave.get("cwd") or old.root,
+        t.warnings += enter_leave.run(old.leave["cmds"], dict(environ), old.leave.get("cwd") or old.root,
                                 old.leave.get("timeout") or 5.0, "on_leave")
     if t.plan and shell is not None and shell.reserved:
         refuse(t.plan, shell)
@@ -117,9 +117,9 @@ def transition(environ, pwd=None, *, old_state="read", run_hooks=False, shell=No
         t.state.leave = {"cmds": t.plan.on_leave, "timeout": t.plan.timeout, "cwd": root}
     t.state.enter_sig = sig
     if run_hooks and sig and not same_hooks:
-        from ctxd.activation import hooks
+        from ctxd.activation import enter_leave
 
-        t.warnings += hooks.run(t.plan.on_enter, t.target, root, t.plan.timeout, "on_enter")
+        t.warnings += enter_leave.run(t.plan.on_enter, t.target, root, t.plan.timeout, "on_enter")
     return t
 
 
