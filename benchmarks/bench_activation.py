@@ -160,7 +160,7 @@ class Bench:
 def hook_from(src, shell, tmp):
     """The hook text a ctxd checkout at *src* renders (its export runs from there too)."""
     code = ("import sys; sys.path.insert(0, sys.argv[1]); sys.argv[1:] = ['hook', sys.argv[2]]; "
-            "from ctxd._entry import main; main()")
+            "import runpy; runpy.run_module('ctxd', run_name='__main__')")  # python -m ctxd, any version
     # the bench's HOME: `ctxd hook` also writes its start-up copy, never into the user's cache
     env = dict(shellkit.base_env(tmp), PATH=os.environ.get("PATH", ""))
     text = subprocess.run([sys.executable, "-c", code, src, shell], capture_output=True,

@@ -9,7 +9,7 @@ Commands, all with this interpreter (sys.executable):
   hook argv               ctxd.shells.base.export_command("bash", env) + ["export", "bash"],
                           exactly what the shell hooks run: it loads the hot path's
                           modules from the export bundle `ctxd hook` writes (written
-                          here into the isolated cache first; ctxd/shells/bundle.py)
+                          here into the isolated cache first; ctxd/fastpath/bundle.py)
   hook, no bundle         export_command() + ["export", "bash"]: the same without the
                           bundle (importlib loads every module), as before it or
                           while it stands down after an upgrade
@@ -215,7 +215,7 @@ def main():
                          "its console script is emulated by python -c")
     args = ap.parse_args()
 
-    from ctxd.shells import bundle
+    from ctxd.fastpath import bundle
     from ctxd.shells.base import export_command
 
     tmp = tempfile.mkdtemp(prefix="ctxd-bench-export-")
@@ -226,7 +226,7 @@ def main():
     script_argv = [script]
     if args.ctxd_src:
         script_argv = [sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv.pop(1)); "
-                       "from ctxd._entry import main; main()", os.path.abspath(args.ctxd_src)]
+                       "import runpy; runpy.run_module('ctxd', run_name='__main__')", os.path.abspath(args.ctxd_src)]
         on_path = None
     py = sys.executable
     commands = [

@@ -1,3 +1,3 @@
-from ctxd._entry import main
+from ctxd.fastpath.console_entry import main
 
 main()

@@ -17,7 +17,7 @@ Per protocol (see docs/exit-codes.md):
 
 - CLI (:func:`cli_exit`): ``ctxd: <message>`` on stderr, the exit code.
 - ``ctxd export``: the same message, but as a warning in the shell code it
-  prints, so the user sees it in the prompt (``ctxd._entry``).
+  prints, so the user sees it in the prompt (ctxd.fastpath.export_entry).
 - AI CLI hooks (:func:`hook_exit`): always exit 0; every failure is logged
   with its traceback, and one stderr line says ``ctxd: chat hook TOOL:
   nothing recorded (REASON); see LOG``.

@@ -23,7 +23,7 @@ def _full_connect(database, *args, **kwargs):
 sqlite3.connect = _full_connect
 
 if __name__ == "__main__":
-    from ctxd._entry import main
+    from ctxd.fastpath.console_entry import main
 
     if sys.argv[1:2] == ["--cli"]:
         sys.argv = ["ctxd", *sys.argv[2:]]

@@ -389,7 +389,7 @@ def test_install_adds_the_env_events_and_uninstall_gives_the_file_back(tmp_path)
 
 def test_the_env_hook_imports_nothing_heavy(tmp_path):
     """CwdChanged runs on every cd of the agent: the hook path loads no click, psutil, shellingham
-    or platformdirs (ctxd._entry dispatches `chat hook` before the click app)."""
+    or platformdirs (the console script dispatches `chat hook` before the click app)."""
     import sys
 
     proj = make_project(tmp_path / "proj")
@@ -397,8 +397,8 @@ def test_the_env_hook_imports_nothing_heavy(tmp_path):
     s = Session(tmp_path)
     payload = (CONTRACTS / "cwd_changed.json").read_text().replace("__CWD__", str(proj)).replace(
         "__OLD_CWD__", str(tmp_path)).replace("__TRANSCRIPT__", "")
-    code = ("import sys\nsys.argv = ['ctxd', 'chat', 'hook', 'claude']\nfrom ctxd import _entry\n"
-            "try:\n    _entry.main()\nexcept SystemExit as e:\n    code = e.code\n"
+    code = ("import sys\nsys.argv = ['ctxd', 'chat', 'hook', 'claude']\nfrom ctxd.fastpath import console_entry\n"
+            "try:\n    console_entry.main()\nexcept SystemExit as e:\n    code = e.code\n"
             "heavy = sorted(m for m in ('click', 'psutil', 'shellingham', 'platformdirs') if m in sys.modules)\n"
             "sys.stderr.write('HEAVY=' + ','.join(heavy))\nsys.exit(code)\n")
     r = subprocess.run([sys.executable, "-c", code], input=payload.encode(), capture_output=True, timeout=60,

@@ -198,8 +198,8 @@ def test_the_cycle_finder_finds_a_cycle_and_its_path():
 def test_lazy_imports_of_the_package_are_edges():
     """Function-level imports are in the graph (a check that the walker sees them)."""
     graph = import_graph()
-    # ctxd._entry dispatches to the click app only inside main(): a lazy import
-    assert "ctxd.cli" in graph["ctxd._entry"]
+    # the console script dispatches to the click app only inside main(): a lazy import
+    assert "ctxd.cli" in graph["ctxd.fastpath.console_entry"]
 
 
 def _is_private(attr):

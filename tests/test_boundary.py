@@ -163,7 +163,7 @@ EXPORT_RAISING = """
         {body}
 
     ex.export = export
-    from ctxd._entry import export_main
+    from ctxd.fastpath.export_entry import export_main
     export_main(["bash"])
 """
 
@@ -194,7 +194,7 @@ def test_export_interrupted_prints_no_code(tmp_path):
 
 
 def test_export_unknown_shell_is_a_usage_line(tmp_path):
-    p = run_py("from ctxd._entry import export_main\nexport_main(['csh'])\n", tmp_path)
+    p = run_py("from ctxd.fastpath.export_entry import export_main\nexport_main(['csh'])\n", tmp_path)
     assert p.returncode == ExitCode.USAGE and p.stdout == ""
     [line] = p.stderr.splitlines()
     assert line.startswith("ctxd: ") and "csh" in line

@@ -1055,8 +1055,8 @@ def test_hook_command_quotes_the_program():
 
 def test_hook_path_does_not_import_click(project):
     code = ("import sys, io; sys.argv = ['ctxd', 'chat', 'hook', 'codex-notify', '{}'];"
-            "from ctxd import _entry\n"
-            "try:\n    _entry.main()\nexcept SystemExit:\n    pass\n"
+            "from ctxd.fastpath import console_entry\n"
+            "try:\n    console_entry.main()\nexcept SystemExit:\n    pass\n"
             "print('click' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.stdout.strip().splitlines()[-1] == "False", r.stderr

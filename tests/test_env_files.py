@@ -198,7 +198,7 @@ def test_leaving_restores_what_the_env_file_set(tmp_path):
 
 def _imports_dotenv(d, home):
     """Does `ctxd export bash` in *d* load python-dotenv? (a fresh interpreter)"""
-    code = ("import sys; sys.argv=['ctxd','export','bash']\nfrom ctxd._entry import main\n"
+    code = ("import sys; sys.argv=['ctxd','export','bash']\nfrom ctxd.fastpath.console_entry import main\n"
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
             "sys.stderr.write('DOTENV=%s' % ('dotenv' in sys.modules))\n")
     env = dict(os.environ, HOME=str(home), PWD=str(d))

@@ -253,7 +253,7 @@ def test_exec_imports_nothing_heavy_before_it_execs(tmp_path):
             "    sys.exit(0)\n"
             "os.execve = fake_execve\n"
             f"sys.argv = ['ctxd', 'exec', {str(proj)!r}, '--', 'sh', '-c', 'true']\n"
-            "from ctxd._entry import main\nmain()\n")
+            "from ctxd.fastpath.console_entry import main\nmain()\n")
     p = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, env=env_of(), timeout=60)
     assert p.stdout.strip() == f"EXECVE /usr/bin/sh ['sh', '-c', 'true'] {proj / '.venv'} HEAVY=" or \
         p.stdout.strip() == f"EXECVE /bin/sh ['sh', '-c', 'true'] {proj / '.venv'} HEAVY=", p.stdout + p.stderr

@@ -1,4 +1,4 @@
-"""The export bundle (ctxd/shells/bundle.py): the hook's export process takes the hot
+"""The export bundle (ctxd/fastpath/bundle.py): the hook's export process takes the hot
 path's modules from one file, and only while that file is exactly what the sources
 and this interpreter would give; anything else and it imports them as before."""
 
@@ -9,12 +9,12 @@ import subprocess
 import pytest
 from test_export_hot_path import CTXD, fresh  # noqa: F401  (fresh is a fixture)
 
-from ctxd.shells import bundle
+from ctxd.fastpath import bundle
 from ctxd.shells.base import EXPORT_CALL, export_command
 
 # instead of hook_main(): the export, then which ctxd modules importlib loaded (they have
-# a __spec__; the bundle's have none) and what os is (ctxd.hookos either way)
-PROBE = ("from ctxd.export_entry import export_main, hook_process\nhook_process()\n"
+# a __spec__; the bundle's have none) and what os is (ctxd.fastpath.posix_os either way)
+PROBE = ("from ctxd.fastpath.export_entry import export_main, hook_process\nhook_process()\n"
          "try:\n    export_main()\nfinally:\n"
          "    import sys as _s\n"
          "    _s.stderr.write('\\nFROM_DISK=' + ' '.join(sorted(n for n, m in _s.modules.items()"
@@ -47,7 +47,7 @@ def probe(proj, env, shell="bash"):
     disk, _, rest = tail[1].partition("\nFROM_BUNDLE=")
     made, _, os_name = rest.partition("\nOS=")
     os_name, _, p.os_from = os_name.strip().partition(" ")
-    assert os_name == "ctxd.hookos"
+    assert os_name == "ctxd.fastpath.posix_os"
     p.stderr = tail[0]
     return p, set(disk.split()), set(made.split())
 
@@ -159,7 +159,7 @@ def test_a_stale_torn_or_foreign_bundle_stands_down_and_the_export_imports_as_be
     p, disk, made = probe(proj, env)
     assert p.returncode == 0 and p.stderr == "", p.stderr
     assert made == set() and CTXD <= disk, (sorted(made), sorted(disk))  # nothing of it left behind
-    assert p.os_from == "disk"  # os is the ctxd.hookos importlib loaded, not one the bundle made
+    assert p.os_from == "disk"  # os is the posix_os importlib loaded, not one the bundle made
     assert p.stdout == want
     assert not marker.exists()
 
@@ -197,12 +197,12 @@ def test_a_cache_that_cannot_be_written_leaves_the_hook_working(project):
 def test_an_edit_of_a_bundled_module_makes_the_start_up_copy_stale():
     # the copy's guard checks these files: the next shell then runs `ctxd hook`, which rewrites the bundle
     from ctxd.shells import get_shell
-    from ctxd.shells.hookfile import sources
+    from ctxd.fastpath.startup_copy import sources
 
     for shell in ("bash", "zsh", "fish"):
         found = set(sources(get_shell(shell)))
         assert {bundle.source_file(m) for m in bundle.modules_for(shell)} <= found
-        assert bundle.__file__.replace(".pyc", ".py") in found or bundle.source_file("ctxd.shells.bundle") in found
+        assert bundle.__file__.replace(".pyc", ".py") in found or bundle.source_file("ctxd.fastpath.bundle") in found
 
 
 def test_doctor_says_whether_the_bundle_is_current(project):

@@ -239,7 +239,7 @@ def test_export_formats_import_nothing_heavy(tmp_path):
     proj = project(tmp_path / "proj", RC, {".env": DOTENV})
     code = (f"import sys; sys.path[:0] = [{REPO!r}]\n"
             f"sys.argv = ['ctxd', 'export', 'json', {str(proj)!r}]\n"
-            "from ctxd._entry import main\n"
+            "from ctxd.fastpath.console_entry import main\n"
             "try:\n    main()\nexcept SystemExit as e:\n    code = e.code\n"
             "heavy = [m for m in ('click', 'psutil', 'shellingham', 'platformdirs') if m in sys.modules]\n"
             "sys.stderr.write('EXIT=%s HEAVY=%s' % (code, ','.join(heavy)))\n")

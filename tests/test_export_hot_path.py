@@ -19,14 +19,14 @@ from ctxd.shells.base import EXPORT_CALL, export_command
 
 # the standard library the cd path may use: the builtin hashes for trust keys, parse-cache
 # keys and project keys (see fileio.sha256_hex, paths). Not the real os: its "os" and
-# "os.path" are ctxd.hookos (what importing os loads costs more than the rest of it)
+# "os.path" are ctxd.fastpath.posix_os (what importing os loads costs more than the rest of it)
 STDLIB = {"zipimport", "os", "os.path", "_sha1", "_sha256", "_sha2", "gc"}  # gc: builtin, turned off
 REAL_OS = {"posixpath", "genericpath", "stat", "_collections_abc"}
 # ctxd's own modules on the way into a python project with no .contextrc and no pin file
-CTXD = {"ctxd", "ctxd.export_entry", "ctxd.errors", "ctxd.paths", "ctxd.shells",
+CTXD = {"ctxd", "ctxd.fastpath", "ctxd.fastpath.export_entry", "ctxd.errors", "ctxd.paths", "ctxd.shells",
         "ctxd.shells.base", "ctxd.shells.bash", "ctxd.activation", "ctxd.activation.export",
         "ctxd.activation.detectors", "ctxd.activation.envdiff", "ctxd.activation.state",
-        "ctxd.activation.minijson", "ctxd.activation.planner", "ctxd.activation.config",
+        "ctxd.fastpath.minijson", "ctxd.activation.planner", "ctxd.activation.config",
         "ctxd.activation.fileio", "ctxd.activation.trust", "ctxd.activation.revisit"}
 # never on that path: loaded only for what needs them
 LATER = {"zlib", "binascii", "hashlib", "re", "json", "tomllib", "subprocess", "fnmatch", "platformdirs", "click",
@@ -40,12 +40,13 @@ DUMP = ("\nimport sys as _s; _s.stderr.write('\\nMODULES=' + ' '.join(sorted(_s.
 def _modules(argv, cwd, env, real_os=False):
     # hook_main() ends the process at once (no finally would run): what it runs, in its place
     assert argv[-1].endswith(EXPORT_CALL)
-    code = argv[-1][:-len(EXPORT_CALL)] + ("from ctxd.export_entry import export_main, hook_process\nhook_process()\n"
+    code = argv[-1][:-len(EXPORT_CALL)] + ("from ctxd.fastpath.export_entry import export_main, hook_process\n"
+                                           "hook_process()\n"
                                            "try:\n    export_main()\nfinally:" + DUMP.replace("\n", "\n    "))
     p = subprocess.run(argv[:-1] + [code, "export", "bash"], cwd=cwd, env=env, capture_output=True, text=True)
     assert "MODULES=" in p.stderr, p.stderr
     mods, _, os_name = p.stderr.rsplit("MODULES=", 1)[1].partition("\nOS=")
-    assert os_name.strip() == ("os" if real_os else "ctxd.hookos"), os_name
+    assert os_name.strip() == ("os" if real_os else "ctxd.fastpath.posix_os"), os_name
     return p, set(mods.split())
 
 
@@ -76,8 +77,9 @@ def test_entering_a_project_loads_only_the_budgeted_modules(fresh):
     extra = mods - base - {"__main__"}
     assert not extra & LATER, sorted(extra & LATER)
     assert not extra & REAL_OS, sorted(extra & REAL_OS)
-    assert extra - STDLIB - CTXD - {"ctxd.hookos"} == set(), sorted(extra - STDLIB - CTXD - {"ctxd.hookos"})
-    assert CTXD | {"ctxd.hookos"} <= extra  # the budget names what is really there
+    os_module = {"ctxd.fastpath.posix_os"}
+    assert extra - STDLIB - CTXD - os_module == set(), sorted(extra - STDLIB - CTXD - os_module)
+    assert CTXD | os_module <= extra  # the budget names what is really there
 
 
 def test_a_contextrc_or_a_pin_file_loads_its_module(fresh):
@@ -88,6 +90,19 @@ def test_a_contextrc_or_a_pin_file_loads_its_module(fresh):
     (proj / ".contextrc").write_text("[env]\nA = '1'\n")
     mods = _modules(export_command(), proj, env)[1]
     assert "ctxd.activation.contextrc" in mods
+
+
+@pytest.mark.parametrize("call", ["from ctxd.export_entry import hook_main;hook_main()",
+                                  "from ctxd.export_entry import export_main;export_main()",
+                                  "from ctxd._entry import export_main;export_main()"])
+def test_hooks_rendered_by_earlier_versions_still_export(fresh, call):
+    """A shell opened before an upgrade keeps the hook it loaded, whose export command ends with
+    one of these: ctxd/export_entry.py and ctxd/_entry.py stay for it."""
+    proj, env = fresh
+    argv = export_command()
+    code = argv[-1][:-len(EXPORT_CALL)] + call
+    p = subprocess.run(argv[:-1] + [code, "export", "bash"], cwd=proj, env=env, capture_output=True, text=True)
+    assert p.returncode == 0 and f"export VIRTUAL_ENV={proj}/.venv" in p.stdout, p.stdout + p.stderr
 
 
 def _ansi_c_quote_bytewise(value, always=False):

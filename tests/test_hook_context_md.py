@@ -203,8 +203,8 @@ def test_the_prompt_hook_imports_no_context_engine(project):
     seeded(project)
     code = ("import sys, io; sys.argv = ['ctxd', 'chat', 'hook', 'claude'];"
             f"sys.stdin = io.TextIOWrapper(io.BytesIO({prompt_payload('claude', project).encode()!r}))\n"
-            "from ctxd import _entry\n"
-            "try:\n    _entry.main()\nexcept SystemExit:\n    pass\n"
+            "from ctxd.fastpath import console_entry\n"
+            "try:\n    console_entry.main()\nexcept SystemExit:\n    pass\n"
             "print(sorted(m for m in ('ctxd.memory.engine', 'ctxd.memory.fact_merge', 'ctxd.memory.modes',"
             " 'ctxd.memory.summary_cache', 'ctxd.memory.render_formats', 'ctxd.memory.facts',"
             " 'ctxd.memory.session', 'ctxd.memory.summarizer', 'subprocess', 'click') if m in sys.modules))")

@@ -408,7 +408,7 @@ def test_compact_schema():
 
 def test_without_the_sdk_one_line_and_exit_2(tmp_path):
     code = ("import sys; sys.modules['mcp'] = None; sys.argv = ['ctxd', 'mcp']; "
-            "from ctxd._entry import main; main()")
+            "from ctxd.fastpath.console_entry import main; main()")
     r = subprocess.run([sys.executable, "-c", code], cwd=str(tmp_path), env=dict(os.environ, PWD=str(tmp_path)),
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2
@@ -416,6 +416,7 @@ def test_without_the_sdk_one_line_and_exit_2(tmp_path):
     lines = r.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("ctxd: ") and "pip install 'ctxd[mcp]'" in lines[0]
     # the rest of ctxd does not need it
-    code = "import sys; sys.modules['mcp'] = None; sys.argv = ['ctxd', '--help']; from ctxd._entry import main; main()"
+    code = ("import sys; sys.modules['mcp'] = None; sys.argv = ['ctxd', '--help']; "
+            "from ctxd.fastpath.console_entry import main; main()")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and "mcp" in r.stdout

@@ -44,14 +44,14 @@ def test_failures_on_the_hot_paths_import_nothing_heavy(tmp_path):
     export_bug = ("import ctxd.activation.export as ex\n"
                   "def boom(shell, environ): raise RuntimeError('boom')\n"
                   "ex.export = boom\n"
-                  "from ctxd._entry import export_main\n"
+                  "from ctxd.fastpath.export_entry import export_main\n"
                   "try:\n    export_main(['bash'])\nexcept SystemExit as e:\n    print('exit', e.code)\n")
     p, heavy = _modules_after(export_bug, cwd=tmp_path)
     assert "exit 1" in p.stdout and "ctxd: export failed: RuntimeError: boom" in p.stdout, p.stderr
     assert heavy == ""
     hook_garbage = ("sys.argv = ['ctxd', 'chat', 'hook', 'gemini']\n"
-                    "from ctxd import _entry\n"
-                    "try:\n    _entry.main()\nexcept SystemExit as e:\n    print('exit', e.code)\n")
+                    "from ctxd.fastpath import console_entry\n"
+                    "try:\n    console_entry.main()\nexcept SystemExit as e:\n    print('exit', e.code)\n")
     p, heavy = _modules_after(hook_garbage, stdin="not json", cwd=tmp_path)
     assert p.stdout.splitlines() == ["{}", "exit 0"], p.stderr
     assert "ctxd: chat hook gemini: nothing recorded (the payload is not JSON" in p.stderr

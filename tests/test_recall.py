@@ -161,13 +161,13 @@ def test_recall_on_a_corrupt_store_is_one_line(tmp_path):
 
 
 def test_ctxd_recall_starts_without_click(tmp_path):
-    """An AI tool may run `ctxd recall` on every question: _entry dispatches it before the click app."""
+    """An AI tool may run `ctxd recall` on every question: the console script dispatches it before the click app."""
     proj = tmp_path / "proj"
     (proj / ".git").mkdir(parents=True)
     assert _ctxd("chat", "add", "the build uses meson", cwd=proj, env=dict(os.environ, PWD=str(proj))).returncode == 0
     code = ("import sys, atexit; atexit.register(lambda: print('heavy:', sorted(m for m in ('click', 'psutil', "
             "'shellingham') if m in sys.modules))); sys.argv = ['ctxd', 'recall', 'zebra', '--json']; "
-            "from ctxd._entry import main; main()")
+            "from ctxd.fastpath.console_entry import main; main()")
     p = subprocess.run([sys.executable, "-c", code], cwd=proj, env=dict(os.environ, PWD=str(proj)),
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
@@ -189,7 +189,7 @@ def test_ctxd_context_starts_without_click_and_prints_what_click_prints(tmp_path
     args = ["context", "--budget", "300", "--query", "when is the cutover", "--format", "text"]
     code = ("import sys, atexit; atexit.register(lambda: sys.stderr.write('heavy: %s' % sorted(m for m in "
             "('click', 'psutil', 'shellingham') if m in sys.modules))); sys.argv = ['ctxd'] + sys.argv[1:]; "
-            "from ctxd._entry import main; main()")
+            "from ctxd.fastpath.console_entry import main; main()")
     fast = subprocess.run([sys.executable, "-c", code, *args], cwd=proj, env=env, capture_output=True, text=True,
                           timeout=60)
     assert fast.returncode == 0 and fast.stderr.endswith("heavy: []"), fast.stderr
@@ -209,7 +209,7 @@ def test_ctxd_context_starts_without_click_and_prints_what_click_prints(tmp_path
 
 
 def test_fast_entry_parser_takes_only_its_grammar():
-    from ctxd.fast_entry import parse
+    from ctxd.fastpath.recall_entry import parse
 
     opts = {"--budget": lambda v: int(v) if v.isdigit() else None, "--query": str}
     assert parse(["--budget", "100", "--query=a b"], opts) == {"--budget": 100, "--query": "a b"}

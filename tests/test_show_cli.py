@@ -107,7 +107,7 @@ def test_export_usage_errors(tmp_path):
 
 def test_export_imports_nothing_heavy(project):
     code = ("import sys, os; sys.argv=['ctxd','export','bash']\n"
-            "from ctxd._entry import export_main\n"
+            "from ctxd.fastpath.export_entry import export_main\n"
             "try:\n    export_main()\nexcept SystemExit:\n    pass\n"
             "heavy = [m for m in ('click','psutil','shellingham','platformdirs','typing','dataclasses','hashlib','re','json','base64','tomllib')"
             " if m in sys.modules]\n"

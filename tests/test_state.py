@@ -42,7 +42,7 @@ json_values = st.recursive(
 def test_minijson_is_json_both_ways(value):
     import json
 
-    from ctxd.activation import minijson
+    from ctxd.fastpath import minijson
 
     out = minijson.dumps(value)
     assert out.isascii()
@@ -54,7 +54,7 @@ def test_minijson_is_json_both_ways(value):
 
 @pytest.mark.parametrize("bad", ["", "{", "[1,]", '{"a" 1}', '"\\x"', '"abc', "nul", "[1] 2", '"\\u12"', '"a\nb"'])
 def test_minijson_rejects_malformed(bad):
-    from ctxd.activation import minijson
+    from ctxd.fastpath import minijson
 
     with pytest.raises(ValueError):
         minijson.loads(bad)

@@ -24,7 +24,7 @@ leave is not used while direnv has a diff (it cannot rewrite this one).
 import binascii
 import zlib
 
-from ctxd.activation import minijson
+from ctxd.fastpath import minijson
 
 VAR = "DIRENV_DIFF"
 PATH = "PATH"

@@ -8,7 +8,7 @@ keyed by the SHA-256 of the file's bytes: a file is parsed once per content.
 import os
 
 from ctxd import paths
-from ctxd.activation import minijson
+from ctxd.fastpath import minijson
 from ctxd.errors import CtxdError
 
 CACHE_SCHEMA = 3  # 2: [context] recall_budget, recall_threshold; 3: [ctxd] inherit_root

@@ -3,7 +3,7 @@
 ``CTXD_STATE`` holds what the last activation changed: for every variable the
 value it had before (the snapshot) and the value ctxd gave it, plus the PATH
 entries ctxd added: one token, per shell, inherited by subshells, no daemon.
-The token is compact ASCII JSON (ctxd.activation.minijson; the json module
+The token is compact ASCII JSON (ctxd.fastpath.minijson; the json module
 would cost the hot path ~10 ms of imports). Earlier versions wrote JSON ->
 zlib -> urlsafe base64 like direnv's DIRENV_DIFF; such a token (a shell
 started before an upgrade) still decodes, but zlib and binascii are extension
@@ -19,7 +19,7 @@ stamp file whose mtime is the newest watched mtime, a recheck flag, then one
 watched path a line prefixed with ``+`` (existed) or ``-`` (did not).
 """
 
-from ctxd.activation import minijson
+from ctxd.fastpath import minijson
 
 from ctxd.errors import StateError
 

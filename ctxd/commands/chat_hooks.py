@@ -1,7 +1,8 @@
 """ctxd chat hook / ctxd chat install: the AI CLI integrations.
 
-``ctxd chat hook TOOL`` is normally dispatched by ``ctxd._entry`` before click
-is imported (it runs on every prompt); this click command is the same code,
+``ctxd chat hook TOOL`` is normally dispatched by the console script
+(ctxd.fastpath.console_entry) before click is imported (it runs on every
+prompt); this click command is the same code,
 reached through ``python -m ctxd`` or ``--help``. Both are subcommands of
 ``ctxd chat``; ``ctxd.cli`` adds them to that group.
 """

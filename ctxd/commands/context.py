@@ -2,7 +2,7 @@
 
 import click
 
-from ctxd.fast_entry import CONTEXT_FORMATS, CONTEXT_MODES
+from ctxd.fastpath.recall_entry import CONTEXT_FORMATS, CONTEXT_MODES
 
 
 @click.command()
@@ -20,9 +20,9 @@ def context(model, budget, mode, fmt, query, explain):
     questions, preferences, to-dos) are kept verbatim and current; older turns
     are summarised; recent turns stay verbatim.
 
-    (Usually run without click: see ctxd/fast_entry.py; this command owns the
+    (Usually run without click: see ctxd/fastpath/recall_entry.py; this command owns the
     help text and the usage errors.)
     """
-    from ctxd.fast_entry import run_context
+    from ctxd.fastpath.recall_entry import run_context
 
     run_context(budget=budget, model=model, mode=mode, fmt=fmt, query=query, explain=explain)

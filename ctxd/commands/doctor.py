@@ -210,19 +210,19 @@ def check_startup_copy(shell, environ):
     sh = get_shell(shell)
     if not sh.hook_cache:
         return Check("start-up copy", SKIP, f"{shell}: its rc lines run ctxd hook at start")
-    from ctxd.shells import hookfile
+    from ctxd.fastpath import startup_copy
 
-    path = hookfile.cache_file(shell, environ)
+    path = startup_copy.cache_file(shell, environ)
     shown = _tilde(path, environ)
     fix = f"ctxd hook {shell} >/dev/null   (writes it; so does the next new shell)"
     try:
         mtime = os.stat(path).st_mtime_ns
     except OSError:
         return Check("start-up copy", WARN, f"{shown} is missing: the next shell starts ctxd once to write it", fix)
-    stale = [f for f in hookfile.sources(sh) if os.stat(f).st_mtime_ns > mtime]
+    stale = [f for f in startup_copy.sources(sh) if os.stat(f).st_mtime_ns > mtime]
     with open(path, encoding="utf-8", errors="replace") as f:
         head = f.read(4096)
-    info = hookfile.dist_info()
+    info = startup_copy.dist_info()
     if stale or (info and info not in head) or sys.executable not in head:
         why = (f"{_tilde(stale[0], environ)} is newer" if stale
                else "written by another ctxd installation or version")
@@ -232,9 +232,10 @@ def check_startup_copy(shell, environ):
 
 
 def check_bundle(shell, environ):
-    """The export bundle (ctxd.shells.bundle): current (a first visit loads the hot path from
+    """The export bundle (ctxd.fastpath.bundle): current (a first visit loads the hot path from
     one file) or not (the export imports its modules one by one until `ctxd hook` rewrites it)."""
-    from ctxd.shells import SUPPORTED, bundle
+    from ctxd.fastpath import bundle
+    from ctxd.shells import SUPPORTED
 
     if shell not in SUPPORTED:
         return Check("export bundle", SKIP, "unknown shell")
@@ -311,7 +312,7 @@ def check_interpreter():
                      "ctxd setup and open a new shell")
     code = cmd[4]
     tail = ";" + EXPORT_CALL
-    probe = "import ctxd,ctxd.export_entry,ctxd.activation.export;print(ctxd.__file__)"
+    probe = "import ctxd,ctxd.fastpath.export_entry,ctxd.activation.export;print(ctxd.__file__)"
     code = code[: -len(tail)] + ";" + probe if code.endswith(tail) else probe
     try:
         r = subprocess.run([exe, "-I", "-S", "-c", code], capture_output=True, text=True, timeout=30,

@@ -1,6 +1,6 @@
-"""``ctxd exec``: the click face of ctxd/exec_entry.py (help text, completion, the command list).
+"""``ctxd exec``: the click face of ctxd/fastpath/exec_entry.py (help text, completion, the command list).
 
-The console script runs ``ctxd exec`` through ``ctxd.exec_entry`` before click is imported;
+The console script runs ``ctxd exec`` through ``ctxd.fastpath.exec_entry`` before click is imported;
 this command runs only for ``--help`` or when the click app is driven directly.
 """
 
@@ -30,7 +30,7 @@ def exec_(strict, args):
     directory, or no project there), 5 (not trusted), 3 (invalid .contextrc),
     6 (the shell's CTXD_STATE is corrupt).
     """
-    from ctxd.exec_entry import USAGE, run
+    from ctxd.fastpath.exec_entry import USAGE, run
 
     args = list(args)
     if "--" in args:  # `DIR -- CMD`: click left the -- in place after DIR

@@ -15,7 +15,7 @@ def export(format_, directory, strict):
 
     A shell (bash, zsh, fish ...): shell code moving this shell to the environment for
     $PWD, nothing when nothing changed. The hooks call this (without loading
-    this command line: see ctxd/export_entry.py).
+    this command line: see ctxd/fastpath/export_entry.py).
 
     json, dotenv, gha: DIR's project environment (default: the current
     directory) for tools that are not shells: the variables it sets and
@@ -25,7 +25,7 @@ def export(format_, directory, strict):
     docker compose read; gha appends to $GITHUB_ENV and $GITHUB_PATH when
     they are set (GitHub Actions), else prints the $GITHUB_ENV lines.
     """
-    from ctxd.export_entry import export_main
+    from ctxd.fastpath.export_entry import export_main
 
     if format_ in SUPPORTED:
         if directory or strict:

@@ -1,5 +1,5 @@
 """``ctxd hook SHELL``: print the hook; keep the start-up copy of it current
-(see ctxd.shells.hookfile)."""
+(see ctxd.fastpath.startup_copy)."""
 
 import click
 
@@ -24,7 +24,7 @@ def hook(shell):
     at shell start without starting ctxd.
     """
     from ctxd.shells import get_shell
-    from ctxd.shells.hookfile import hook_text, write_bundle, write_cache
+    from ctxd.fastpath.startup_copy import hook_text, write_bundle, write_cache
 
     sh = get_shell(detect_shell() if shell is None else shell)
     text = hook_text(sh)

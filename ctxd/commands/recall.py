@@ -15,6 +15,6 @@ def recall(query, budget, json_):
     stemmed, Chinese by characters) are matched in any order, whole phrases count
     more, a question comes with its answer. Each turn is shown with its date.
     """
-    from ctxd.fast_entry import run_recall
+    from ctxd.fastpath.recall_entry import run_recall
 
     run_recall(query, budget, json_)

@@ -112,7 +112,7 @@ def setup(shell, write):
         if not present:
             click.echo(f"# or let ctxd add them: ctxd setup --shell {sh.name} --write")
         return
-    from ctxd.shells.hookfile import hook_text, write_bundle, write_cache
+    from ctxd.fastpath.startup_copy import hook_text, write_bundle, write_cache
 
     # the copy of the hook the lines source at shell start (no process): now,
     # so that the first new shell is already fast

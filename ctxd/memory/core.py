@@ -6,7 +6,7 @@
     mem.search("cutover"), mem.output(42), mem.add_fact("use uv, not pip", "preference")
 
 Every surface is a thin translator over this class: the click commands
-(``ctxd/commands``), the AI CLI hook runner (``ctxd.integrations.hooks``), the
+(``ctxd/commands``), the AI CLI hook runner (``ctxd.integrations.agent_hooks``), the
 MCP server and the llm plugin. They turn their arguments or payload into one
 call here and its result into their output; none of them runs SQL or knows
 where a file lives.

@@ -60,9 +60,9 @@ def export_command(shell_name=None, environ=None):
     sys.path explicitly: ctxd's first, platformdirs' (when elsewhere) last, so
     the standard library's modules are never looked up in it (listing a big
     site-packages costs the cd a few hundred microseconds). It imports
-    ctxd.export_entry itself, not the console script's ctxd._entry, and ends
+    ctxd.fastpath.export_entry itself, not the console script, and ends
     without the interpreter's teardown (export_entry.hook_main). Given the
-    shell's name, it first tries that shell's export bundle (ctxd.shells.bundle)
+    shell's name, it first tries that shell's export bundle (ctxd.fastpath.bundle)
     in *environ*'s cache dir, which `ctxd hook` writes.
     """
     import importlib.util
@@ -79,17 +79,17 @@ def export_command(shell_name=None, environ=None):
         if d != first:
             code += f"sys.path.append({d!r});"
     if shell_name is not None:
-        from ctxd.shells import bundle
+        from ctxd.fastpath import bundle
 
         code += bundle.load_code(bundle.bundle_path(shell_name, environ))
     return [sys.executable, "-I", "-S", "-c", code + EXPORT_CALL]
 
 
-EXPORT_CALL = "from ctxd.export_entry import hook_main;hook_main()"  # the end of export_command()'s code
+EXPORT_CALL = "from ctxd.fastpath.export_entry import hook_main;hook_main()"  # the end of export_command()'s code
 
 
 def hook_cache_file(shell_name, environ=None):
-    """Where the start-up copy of the hook for *shell_name* lives (see ctxd.shells.hookfile)."""
+    """Where the start-up copy of the hook for *shell_name* lives (see ctxd.fastpath.startup_copy)."""
     from ctxd import paths
 
     return os.path.join(paths.cache_dir(environ), "hook", f"ctxd.{shell_name}")
@@ -139,7 +139,7 @@ class Shell:
         the console script as a fallback (*ctxd_path*; default: this one), and
         that drops an inherited project environment when ctxd cannot run.
         First of all it sources *hook_file* (default: this user's start-up copy
-        of the hook, see ctxd.shells.hookfile), which starts no process and
+        of the hook, see ctxd.fastpath.startup_copy), which starts no process and
         stands down when it is not current."""
         if ctxd_path is None:
             ctxd_path = console_script()

@@ -13,7 +13,7 @@ nu at all, so it is rejected (ValueRejected), as NUL is in every shell.
 
 import os
 
-from ctxd.activation.minijson import dumps
+from ctxd.fastpath.minijson import dumps
 from ctxd.errors import ValueRejected
 from ctxd.shells.base import Shell, check_name, check_value, template_path
 

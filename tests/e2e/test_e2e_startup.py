@@ -20,7 +20,7 @@ from e2ekit import python_project
 from shellkit import base_env, require
 from test_e2e_setup_lines import CTXD, ctxd_setup, open_shell, said, write_rc
 
-from ctxd.shells.hookfile import cache_file, hook_text
+from ctxd.fastpath.startup_copy import cache_file, hook_text
 from ctxd.shells import get_shell
 
 
@@ -172,7 +172,7 @@ def test_a_stale_copy_stands_down_and_is_written_again(shell, upgraded, home, tm
 
 
 def cached_now(shell, path, home):
-    from ctxd.shells.hookfile import cached_hook
+    from ctxd.fastpath.startup_copy import cached_hook
 
     sh = get_shell(shell)
     return cached_hook(sh, home_hook_text(sh, home), path)

@@ -1,4 +1,4 @@
-"""ctxd.hookos is ``os`` for the hook process: what it defines must be what os does.
+"""ctxd.fastpath.posix_os is ``os`` for the hook process: what it defines must be what os does.
 
 Each function it writes itself (the path functions; makedirs) is compared with the
 real os.path / os on generated input: path strings with every awkward part (``..``,
@@ -17,8 +17,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from ctxd import hookos
+from ctxd.fastpath import posix_os
 
+SITE = os.path.dirname(os.path.dirname(os.path.dirname(posix_os.__file__)))  # the directory holding ctxd/
 PARTS = ["", ".", "..", "a", "b", "a b", "~", "~root", "~nosuchuser", "x.y", "-"]
 path_text = st.builds(
     lambda lead, parts, trail: lead + "/".join(parts) + trail,
@@ -48,7 +49,7 @@ def same(f, g, *args, **kw):
 @example("a/", ["b"])
 @settings(max_examples=500)
 def test_string_functions_are_posixpaths(p, more):
-    P = hookos.path
+    P = posix_os.path
     same(P.join, posixpath.join, p, *more)
     for name in ("split", "dirname", "basename", "normpath", "isabs", "abspath"):
         same(getattr(P, name), getattr(posixpath, name), p)
@@ -57,9 +58,9 @@ def test_string_functions_are_posixpaths(p, more):
 
 
 def test_join_with_bytes_or_mixed_types_is_the_real_ones():
-    assert hookos.path.join(b"/a", b"b") == b"/a/b"
+    assert posix_os.path.join(b"/a", b"b") == b"/a/b"
     with pytest.raises(TypeError):
-        hookos.path.join("/a", b"b")
+        posix_os.path.join("/a", b"b")
 
 
 @given(path_text, st.sampled_from([None, "/home/u", "/home/u/", "/", "//", "", "rel"]))
@@ -67,18 +68,18 @@ def test_join_with_bytes_or_mixed_types_is_the_real_ones():
 @example("~/x", "/")
 @settings(max_examples=300)
 def test_expanduser_is_posixpaths(p, home):
-    saved_env, saved_home = hookos.environ, os.environ.get("HOME")
+    saved_env, saved_home = posix_os.environ, os.environ.get("HOME")
     try:
-        hookos.environ = dict(os.environ)
+        posix_os.environ = dict(os.environ)
         if home is None:
-            hookos.environ.pop("HOME", None)
+            posix_os.environ.pop("HOME", None)
             os.environ.pop("HOME", None)
         else:
-            hookos.environ["HOME"] = os.environ["HOME"] = home
-        same(hookos.path.expanduser, posixpath.expanduser, p)
-        same(hookos.path.expanduser, posixpath.expanduser, p.encode())
+            posix_os.environ["HOME"] = os.environ["HOME"] = home
+        same(posix_os.path.expanduser, posixpath.expanduser, p)
+        same(posix_os.path.expanduser, posixpath.expanduser, p.encode())
     finally:
-        hookos.environ = saved_env
+        posix_os.environ = saved_env
         if saved_home is None:
             os.environ.pop("HOME", None)
         else:
@@ -93,7 +94,7 @@ NAMES = ["d1", "f", "sub", "f2", "l_d1", "l_abs", "l_up", "l_dangling", "l_loop1
 
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory):
-    root = str(tmp_path_factory.mktemp("hookos") / "root")
+    root = str(tmp_path_factory.mktemp("posix_os") / "root")
     os.makedirs(os.path.join(root, "d1", "sub"))
     for f in ("d1/f", "f2"):
         with open(os.path.join(root, f), "w") as fh:
@@ -118,13 +119,13 @@ def test_tree_functions_are_the_real_ones(tree, parts, relative):
     try:
         os.chdir(tree)
         p = "/".join(parts) if relative else tree + "/" + "/".join(parts)
-        same(hookos.path.realpath, posixpath.realpath, p)
-        same(hookos.path.realpath, posixpath.realpath, p, strict=True)
+        same(posix_os.path.realpath, posixpath.realpath, p)
+        same(posix_os.path.realpath, posixpath.realpath, p, strict=True)
         for name in ("exists", "isfile", "isdir", "islink", "abspath"):
-            same(getattr(hookos.path, name), getattr(posixpath, name), p)
-        same(hookos.path.samefile, posixpath.samefile, p, tree + "/d1")
+            same(getattr(posix_os.path, name), getattr(posixpath, name), p)
+        same(posix_os.path.samefile, posixpath.samefile, p, tree + "/d1")
         for name in ("realpath", "exists", "isfile", "isdir", "islink", "abspath"):
-            same(getattr(hookos.path, name), getattr(posixpath, name), p.encode())
+            same(getattr(posix_os.path, name), getattr(posixpath, name), p.encode())
     finally:
         os.chdir(here)
 
@@ -136,7 +137,7 @@ def test_makedirs_is_the_real_ones(tmp_path):
             base.mkdir()
             (base / "f").write_text("a file in the way")
         results = {}
-        for impl, base in ((hookos.makedirs, tmp_path / f"mine{exist_ok}"), (os.makedirs, tmp_path / f"real{exist_ok}")):
+        for impl, base in ((posix_os.makedirs, tmp_path / f"mine{exist_ok}"), (os.makedirs, tmp_path / f"real{exist_ok}")):
             out = []
             for c in cases:
                 try:
@@ -153,18 +154,18 @@ def test_makedirs_is_the_real_ones(tmp_path):
 def test_fdopen_is_the_real_ones(tmp_path):
     f = tmp_path / "f"
     fd = os.open(f, os.O_WRONLY | os.O_CREAT, 0o600)
-    with hookos.fdopen(fd, "w") as fh:
+    with posix_os.fdopen(fd, "w") as fh:
         fh.write("é\n")
     assert f.read_bytes() == "é\n".encode()
     with pytest.raises(TypeError):
-        hookos.fdopen("3")
+        posix_os.fdopen("3")
 
 
 # -- in the hook process ---------------------------------------------------------
 
 def _in_hook_process(code, env=None):
-    prelude = ("import sys; sys.path.insert(0, %r)\nfrom ctxd.export_entry import hook_process\n"
-               "hook_process()\n" % os.path.dirname(os.path.dirname(hookos.__file__)))
+    prelude = ("import sys; sys.path.insert(0, %r)\nfrom ctxd.fastpath.export_entry import hook_process\n"
+               "hook_process()\n" % SITE)
     return subprocess.run([sys.executable, "-I", "-S", "-c", prelude + code], capture_output=True,
                           env=env, timeout=60)
 
@@ -172,7 +173,7 @@ def _in_hook_process(code, env=None):
 def test_environ_decodes_like_os_environ_undecodable_bytes_and_all():
     env = {b"PATH": b"/usr/bin:/bin", b"CT_UTF8": "é".encode(), b"CT_BAD": b"\xff\xfe/x", b"CT_\xe9": b"v",
            b"LC_ALL": b"C.UTF-8"}
-    code = ("import os\nmine = dict(os.environ)\nassert os.__name__ == 'ctxd.hookos'\n"
+    code = ("import os\nmine = dict(os.environ)\nassert os.__name__ == 'ctxd.fastpath.posix_os'\n"
             "import importlib; del sys.modules['os']; sys.modules.pop('os.path')\n"
             "real = importlib.import_module('os')\nassert real.__name__ == 'os'\n"
             "assert mine == dict(real.environ), (mine, dict(real.environ))\nprint('same', len(mine))")
@@ -181,10 +182,10 @@ def test_environ_decodes_like_os_environ_undecodable_bytes_and_all():
 
 
 def test_what_it_lacks_comes_from_the_real_os_which_then_takes_over():
-    code = ("import os\nassert os.__name__ == 'ctxd.hookos' and 'posixpath' not in sys.modules\n"
-            "assert os.path.splitext('a.b') == ('a', '.b')\n"  # not in hookos.path
+    code = ("import os\nassert os.__name__ == 'ctxd.fastpath.posix_os' and 'posixpath' not in sys.modules\n"
+            "assert os.path.splitext('a.b') == ('a', '.b')\n"  # not in posix_os.path
             "assert sys.modules['os'].__name__ == 'os' and sys.modules['os.path'].__name__ == 'posixpath'\n"
-            "assert os.getenv('CT_X') == '1'\n"  # through hookos, from the real one
+            "assert os.getenv('CT_X') == '1'\n"  # through posix_os, from the real one
             "import subprocess\n"  # a module that needs all of os
             "print(subprocess.run(['/bin/sh', '-c', 'echo $CT_X'], capture_output=True, text=True).stdout.strip())")
     p = _in_hook_process(code, env=dict(os.environ, CT_X="1"))
@@ -193,7 +194,7 @@ def test_what_it_lacks_comes_from_the_real_os_which_then_takes_over():
 
 def test_install_leaves_a_loaded_real_os_alone():
     p = subprocess.run([sys.executable, "-I", "-S", "-c",
-                        "import sys; sys.path.insert(0, %r)\nimport os\nfrom ctxd import hookos\nhookos.install()\n"
-                        "assert sys.modules['os'] is os and os.__name__ == 'os'\nprint('ok')"
-                        % os.path.dirname(os.path.dirname(hookos.__file__))], capture_output=True, timeout=60)
+                        "import sys; sys.path.insert(0, %r)\nimport os\nfrom ctxd.fastpath import posix_os\n"
+                        "posix_os.install()\nassert sys.modules['os'] is os and os.__name__ == 'os'\nprint('ok')"
+                        % SITE], capture_output=True, timeout=60)
     assert p.returncode == 0 and p.stdout.strip() == b"ok", p.stderr.decode()

@@ -19,7 +19,7 @@ a first visit imports them, to one file per shell and installation
   before. A missing, torn or foreign file costs one failed open or unmarshal,
   never an error (the export itself reports errors as always);
 - nothing on the hot path writes it: `ctxd hook` rebuilds it, which the
-  start-up lines run whenever ctxd changed (ctxd.shells.hookfile). Until
+  start-up lines run whenever ctxd changed (ctxd.fastpath.startup_copy). Until
   then, an export in a shell opened before an upgrade imports from disk.
 
 Standard library only, and imported only by `ctxd hook`, `ctxd setup`,
@@ -35,16 +35,16 @@ import sys
 # own (ctxd.shells.<name> and the shell modules its class derives from).
 # tests/test_export_bundle.py checks that a first visit through the bundle imports no ctxd
 # module from disk, and tests/test_export_hot_path.py what the path may import at all.
-CORE = ("ctxd", "ctxd.export_entry", "ctxd.hookos", "ctxd.errors", "ctxd.shells", "ctxd.shells.base",
-        "ctxd.activation", "ctxd.paths", "ctxd.activation.detectors", "ctxd.activation.minijson",
-        "ctxd.activation.state", "ctxd.activation.envdiff", "ctxd.activation.export",
+CORE = ("ctxd", "ctxd.fastpath", "ctxd.fastpath.export_entry", "ctxd.fastpath.posix_os", "ctxd.errors",
+        "ctxd.shells", "ctxd.shells.base", "ctxd.activation", "ctxd.paths", "ctxd.activation.detectors",
+        "ctxd.fastpath.minijson", "ctxd.activation.state", "ctxd.activation.envdiff", "ctxd.activation.export",
         "ctxd.activation.fileio", "ctxd.activation.config", "ctxd.activation.trust",
         "ctxd.activation.planner", "ctxd.activation.revisit")
 
 FORMAT = 1  # of the tuple inside the file: (FORMAT, loader code, entries)
 
-# Runs in the export process with E = the entries, before ctxd.export_entry.hook_main():
-# what hook_process() would do first (the cyclic GC off, ctxd.hookos as os) happens as
+# Runs in the export process with E = the entries, before export_entry.hook_main(): what
+# hook_process() would do first (the cyclic GC off, ctxd.fastpath.posix_os as os) happens as
 # the modules are made, so every module body sees the same world as with importlib.
 LOADER = """\
 def _load(E):
@@ -74,13 +74,13 @@ def _load(E):
             parent, _, child = name.rpartition(".")
             if parent:
                 setattr(mods[parent], child, m)
-            if name == "ctxd.hookos":
+            if name == "ctxd.fastpath.posix_os":
                 m.install()
     except BaseException:
-        hookos = mods.get("ctxd.hookos")
+        posix_os = mods.get("ctxd.fastpath.posix_os")
         for name in added:
             mods.pop(name, None)
-        if hookos is not None and "ctxd.hookos" in added and mods.get("os") is hookos:
+        if posix_os is not None and "ctxd.fastpath.posix_os" in added and mods.get("os") is posix_os:
             del mods["os"], mods["os.path"]  # importing from disk installs its own
         raise
 

@@ -1,9 +1,9 @@
 """``ctxd exec [--strict] [DIR] -- CMD [ARGS...]``: run CMD in DIR's project environment.
 
 For scripts, cron, CI, editors and AI agents' shells, which never run a cd
-hook. ``ctxd._entry`` dispatches it here before click is imported (an editor
-may run it for every task); ``--help`` goes to the click command in
-``ctxd.commands.exec``, which owns the help text.
+hook. The console script (ctxd.fastpath.console_entry) dispatches it here
+before click is imported (an editor may run it for every task); ``--help``
+goes to the click command in ``ctxd.commands.exec``, which owns the help text.
 
 - The environment is built by ``ctxd.activation.target``: the caller's own
   shell activation undone first (running from project A for project B never

@@ -35,8 +35,8 @@ def hook_text(sh, environ=None):
 
 
 def write_bundle(sh, environ=None):
-    """Write the export bundle hook_text()'s command tries (ctxd.shells.bundle); its path or None."""
-    from ctxd.shells import bundle
+    """Write the export bundle hook_text()'s command tries (ctxd.fastpath.bundle); its path or None."""
+    from ctxd.fastpath import bundle
 
     return bundle.write(sh.name, environ)
 
@@ -60,16 +60,17 @@ def sources(sh):
     from ctxd.shells.base import template_path
 
     pkg = os.path.dirname(os.path.abspath(ctxd.__file__))
-    mods = ["__init__.py", "_entry.py", "export_entry.py", os.path.join("activation", "detectors.py"),
-            os.path.join("shells", "hookfile.py"), os.path.join("shells", "base.py")]
+    mods = ["__init__.py", os.path.join("fastpath", "console_entry.py"),
+            os.path.join("fastpath", "export_entry.py"), os.path.join("fastpath", "startup_copy.py"),
+            os.path.join("activation", "detectors.py"), os.path.join("shells", "base.py")]
     mods += [os.path.join("shells", f"{c.__module__.rsplit('.', 1)[-1]}.py")
              for c in type(sh).__mro__ if c.__module__.startswith("ctxd.shells.") and c.__module__ != "ctxd.shells.base"]
     # the export bundle's modules too: an edit of one makes the bundle stand down, and
     # the stale copy makes the next shell run `ctxd hook`, which writes it again
-    from ctxd.shells.bundle import modules_for, source_file
+    from ctxd.fastpath.bundle import modules_for, source_file
 
     mods += [os.path.relpath(source_file(m), pkg) for m in modules_for(sh.name)]
-    mods.append(os.path.join("shells", "bundle.py"))
+    mods.append(os.path.join("fastpath", "bundle.py"))
     found = [template_path(sh.template)]
     found += [p for p in (os.path.join(pkg, m) for m in dict.fromkeys(mods)) if os.path.isfile(p)]
     return found

@@ -9,12 +9,12 @@ module is imported) puts this module in ``sys.modules["os"]``; nothing else ever
 
 What it defines behaves exactly as ``os`` and ``os.path`` on POSIX do (the same
 ``posix`` functions, and the path functions written to posixpath's documented rules
-for str paths, the real posixpath's for any other type; tests/test_hookos.py compares
+for str paths, the real posixpath's for any other type; tests/test_posix_os.py compares
 them on generated paths, as str and as bytes, and on symlink trees). Anything else
 (``os.fork``, ``os.path.splitext``, ...) is the real thing: the first use of a name this
 module lacks imports the real ``os``, which from then on is ``sys.modules["os"]`` for
 every later import, so a module that needs more of os (subprocess for an ``on_enter``
-hook, platformdirs off Linux) gets all of it. ``environ`` is a plain dict decoded like
+command, platformdirs off Linux) gets all of it. ``environ`` is a plain dict decoded like
 ``os.environ``: the hook process reads its environment and never changes it.
 """
 

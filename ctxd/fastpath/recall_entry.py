@@ -1,6 +1,6 @@
 """Commands that AI tools may run on every question, without click: ``ctxd recall`` and
-``ctxd context``. ``ctxd._entry`` dispatches them here before the click app (and every
-command module it registers) is imported. Anything this small parser does not take
+``ctxd context``. The console script (ctxd.fastpath.console_entry) dispatches them here
+before the click app (and every command module it registers) is imported. Anything this small parser does not take
 (``--help``, another option, a bad value) goes to the click command, which owns the help
 text and the usage errors; the output is the same either way (the click commands call
 the ``run_*`` functions below).
