@@ -20,7 +20,7 @@ from ctxd.shells.base import EXPORT_CALL, export_command
 # the standard library the cd path may use: the builtin hashes for trust keys, parse-cache
 # keys and project keys (see fileio.sha256_hex, paths). Not the real os: its "os" and
 # "os.path" are ctxd.fastpath.posix_os (what importing os loads costs more than the rest of it)
-STDLIB = {"zipimport", "os", "os.path", "_sha1", "_sha256", "_sha2", "gc"}  # gc: builtin, turned off
+STDLIB = {"zipimport", "os", "os.path", "_sha1", "_sha256", "_sha2"}
 REAL_OS = {"posixpath", "genericpath", "stat", "_collections_abc"}
 # ctxd's own modules on the way into a python project with no .contextrc and no pin file
 CTXD = {"ctxd", "ctxd.fastpath", "ctxd.fastpath.export_entry", "ctxd.errors", "ctxd.paths", "ctxd.shells",

@@ -44,16 +44,15 @@ CORE = ("ctxd", "ctxd.fastpath", "ctxd.fastpath.export_entry", "ctxd.fastpath.po
 FORMAT = 1  # of the tuple inside the file: (FORMAT, loader code, entries)
 
 # Runs in the export process with E = the entries, before export_entry.hook_main(): what
-# hook_process() would do first (the cyclic GC off, ctxd.fastpath.posix_os as os) happens as
-# the modules are made, so every module body sees the same world as with importlib.
+# hook_process() would do first (ctxd.fastpath.posix_os as os) happens as the modules are
+# made, so every module body sees the same world as with importlib.
 LOADER = """\
 def _load(E):
-    import gc, posix, sys
+    import posix, sys
     for name, path, mtime_ns, size, is_pkg, code in E:
         st = posix.stat(path)
         if st.st_mtime_ns != mtime_ns or st.st_size != size:
             return
-    gc.disable()
     mods = sys.modules
     module = type(sys)
     added = []

@@ -22,13 +22,8 @@ def _write(text):
 
 
 def hook_process():
-    """Make this process the hooks' export process (what hook_main() does first). The
-    cyclic garbage collector goes off: it only ever ran here while modules were imported,
-    and a process this short frees everything at its end. ``os`` becomes
-    ctxd.fastpath.posix_os, before any module that imports it."""
-    import gc
-
-    gc.disable()
+    """Make this process the hooks' export process (what hook_main() does first): ``os``
+    becomes ctxd.fastpath.posix_os, before any module that imports it."""
     from ctxd.fastpath import posix_os
 
     posix_os.install()
