@@ -10,6 +10,8 @@
   parser and hook handlers need (``AGENTS_MAY_IMPORT``);
 - an AI tool's name ("claude", "codex", ...) is written only in ``ctxd/agents/``: what ctxd knows of
   a tool is in its module there (``TOOL_NAMES_ALLOWED`` lists the exceptions).
+- ``ctxd/fastpath/`` (the hot paths' speed tricks) imports of ctxd only its own package and what
+  the table in its ``__init__`` docstring allows each module.
 
 Each failure lists every violation with its file and line.
 """
@@ -406,6 +408,51 @@ def test_ai_tool_names_appear_only_in_their_modules():
                        "its module there, behind AgentTool; or ask the registry):\n  " + "\n  ".join(found))
 
 
+FASTPATH_TABLE = "| module | may import | for |"
+
+
+def fastpath_allowed():
+    """{module's last name: the ctxd modules it may import outside ctxd.fastpath}, read from
+    the table in ctxd/fastpath/__init__.py's docstring that starts with FASTPATH_TABLE."""
+    doc = ast.get_docstring(TREES["ctxd.fastpath"]) or ""
+    assert FASTPATH_TABLE in doc, f"ctxd/fastpath/__init__.py: no table starting {FASTPATH_TABLE!r}"
+    allowed = {}
+    for line in doc.split(FASTPATH_TABLE, 1)[1].strip().splitlines()[1:]:  # after the |---| row
+        if not line.startswith("|"):
+            break
+        module, may = (cell.strip() for cell in line.strip("|").split("|")[:2])
+        allowed[module] = {m.strip() for m in may.split(",") if m.strip()}
+    return allowed
+
+
+def fastpath_imports():
+    """Imports of ctxd by ctxd/fastpath/ modules outside their package and their row of the
+    package's table (the packages a permitted module sits in are implied; the package's own
+    __init__ may import nothing)."""
+    allowed = fastpath_allowed()
+    found = []
+    for name in SOURCES:
+        if not _within(name, ("ctxd.fastpath",)):
+            continue
+        may = set() if name == "ctxd.fastpath" else allowed.get(name.rsplit(".", 1)[1])
+        if may is None:
+            found.append(f"{SOURCES[name].relative_to(PKG.parent)}: {name} has no row in the table")
+            continue
+        implied = {a for m in may for a in _with_ancestors(m)[:-1]}
+        for target, node, _alias in imports(name):
+            if _within(target, ("ctxd.fastpath",)) or target in may or target in implied:
+                continue
+            found.append(f"{where(name, node)}: {name} imports {target}")
+    return found
+
+
+def test_fastpath_imports_only_what_its_table_allows():
+    found = fastpath_imports()
+    assert not found, ("a ctxd/fastpath/ module importing ctxd beyond its row of the table in "
+                       "ctxd/fastpath/__init__.py (add the row or the import there, with its reason):\n  "
+                       + "\n  ".join(found))
+
+
 # -- the checks themselves, on source they must reject ------------------------------------------
 
 @pytest.fixture
@@ -459,6 +506,15 @@ def test_the_tool_name_check_catches_a_branch_on_a_tool(fake_module):
                                              'def f(tool):\n    return tool == "gemini" or f"{tool}-claude"\n')
     fake_module("ctxd.agents.zz_fake", 'NAME = "codex"\n')
     assert [f for f in tool_name_literals() if "zz_fake" in f] == ["ctxd/integrations/zz_fake.py:3: 'gemini'"]
+
+
+def test_the_fastpath_check_catches_an_import_off_its_table(fake_module):
+    fake_module("ctxd.fastpath.minijson", "def f():\n    from ctxd.memory import store\n"
+                                          "def g():\n    from ctxd.fastpath import posix_os\n")
+    fake_module("ctxd.fastpath.zz_fake", "")
+    found = [f.split(": ", 1)[1] for f in fastpath_imports()]
+    assert found == ["ctxd.fastpath.minijson imports ctxd.memory.store",
+                     "ctxd.fastpath.zz_fake has no row in the table"]
 
 
 def test_a_lazy_cycle_is_reported_with_its_path(fake_module):
