@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from ctxd import paths
-from ctxdtest import write_config
+from ctxdtest import ctxd, write_config
 from shellkit import require
 
 CTXD = shutil.which("ctxd")
@@ -49,8 +49,7 @@ def make_project(path, venv=True, contextrc=None, marker="pyproject.toml"):
 
 
 def allow(path):
-    r = subprocess.run([CTXD, "allow", str(path)], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
+    ctxd("allow", str(path), script=True, check=0)
 
 
 class Session:
@@ -76,10 +75,7 @@ class Session:
                 if self.file(ev).exists():
                     self.file(ev).write_text("")
         run_env = dict(self.env if env is None else env, CLAUDE_ENV_FILE=str(self.file(event)))
-        r = subprocess.run([CTXD, "chat", "hook", "claude"], input=text.encode(), env=run_env, capture_output=True,
-                           timeout=60)
-        assert r.returncode == 0, r.stderr
-        return r
+        return ctxd("chat", "hook", "claude", input=text.encode(), env=run_env, text=False, script=True, check=0)
 
     def files(self):
         return [str(self.file(ev)) for ev in ("SessionStart", "CwdChanged", "FileChanged") if self.file(ev).exists()]

@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxd import paths
+from ctxdtest import ctxd
 
 CONTRACTS = Path(__file__).parent / "contracts" / "hooks"
 CTXD = shutil.which("ctxd")
@@ -64,8 +65,7 @@ def transcript(tool, name, project, tmp_path):
 def hook(tool, stdin=b"", args=(), cwd=None):
     if isinstance(stdin, str):
         stdin = stdin.encode()
-    return subprocess.run([CTXD, "chat", "hook", tool, *args], input=stdin, capture_output=True, cwd=cwd,
-                          timeout=60)
+    return ctxd("chat", "hook", tool, *args, input=stdin, cwd=cwd, text=False, script=True)
 
 
 def ok_quiet(r):
@@ -418,7 +418,7 @@ def test_unwritable_log_still_exits_0(project, monkeypatch, tmp_path):
 # -- ctxd chat install -----------------------------------------------------------------------
 
 def install(*args, cwd):
-    return subprocess.run([CTXD, "chat", "install", *args], capture_output=True, text=True, cwd=cwd, timeout=60)
+    return ctxd("chat", "install", *args, cwd=cwd, script=True)
 
 
 CLAUDE_SETTINGS = {

@@ -5,17 +5,11 @@ and through ctxd's own [env] files."""
 
 import io
 import os
-import subprocess
-import sys
 
 from hypothesis import given, settings, strategies as st
 
 from ctxd.activation import dotenv_files, formats
-
-
-def ctxd(*args, cwd):
-    env = dict(os.environ, PWD=str(cwd))
-    return subprocess.run([sys.executable, "-m", "ctxd", *args], cwd=cwd, env=env, capture_output=True, text=True)
+from ctxdtest import ctxd
 
 
 def test_a_bare_word_line_is_named_not_dropped(tmp_path):

@@ -3,16 +3,9 @@ says so the same way (one ``ctxd:`` line, exit 4, nothing on stdout), as ctxd co
 ctxd handoff, the MCP server and the llm fragment already did. Nothing matching in a
 conversation that exists is no error (exit 0, nothing printed)."""
 
-import os
-import subprocess
-import sys
-
 import pytest
 
-
-def ctxd(*args, cwd):
-    env = dict(os.environ, PWD=str(cwd))
-    return subprocess.run([sys.executable, "-m", "ctxd", *args], cwd=cwd, env=env, capture_output=True, text=True)
+from ctxdtest import ctxd
 
 
 @pytest.fixture

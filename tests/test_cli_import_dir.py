@@ -4,19 +4,14 @@ sub-agents included, oldest first. Real transcripts from tests/contracts/real.""
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from ctxdtest import ctxd
+
 REAL = Path(__file__).parent / "contracts" / "real"
 SHORT, SUB, HEAVY = (REAL / "claude" / n for n in ("short.jsonl", "subagent.jsonl", "tool_heavy.jsonl"))
-
-
-def ctxd(*args, cwd):
-    env = dict(os.environ, PWD=str(cwd))
-    return subprocess.run([sys.executable, "-m", "ctxd", *args], cwd=cwd, env=env, capture_output=True, text=True)
 
 
 def project(path):

@@ -1,13 +1,8 @@
 """`ctxd chat install claude` then `--uninstall` leaves .git/info/exclude as it was."""
 
-import os
 import subprocess
-import sys
 
-
-def ctxd(*args, cwd):
-    env = dict(os.environ, PWD=str(cwd))
-    return subprocess.run([sys.executable, "-m", "ctxd", *args], cwd=cwd, env=env, capture_output=True, text=True)
+from ctxdtest import ctxd
 
 
 def test_uninstall_takes_its_exclude_lines_back(tmp_path):

@@ -3,15 +3,8 @@ ${CTXD_ROOT} and ${CTXD_RC_DIR}, whatever directory the shell entered from
 (${PWD} is that directory, which is why `ctxd init` no longer suggests it)."""
 
 import json
-import os
-import subprocess
-import sys
 
-
-def ctxd(*args, cwd):
-    env = dict(os.environ, PWD=str(cwd))
-    env.pop("CTXD_ROOT", None)
-    return subprocess.run([sys.executable, "-m", "ctxd", *args], cwd=cwd, env=env, capture_output=True, text=True)
+from ctxdtest import ctxd
 
 
 def test_root_and_rc_dir_in_env_values(tmp_path):

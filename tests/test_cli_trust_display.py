@@ -4,13 +4,8 @@ unknown-key warning is said once, not by `ctxd allow` and again by the hook."""
 
 import os
 import subprocess
-import sys
 
-
-def ctxd(*args, cwd, env=None):
-    e = dict(os.environ, PWD=str(cwd))
-    e.update(env or {})
-    return subprocess.run([sys.executable, "-m", "ctxd", *args], cwd=cwd, env=e, capture_output=True, text=True)
+from ctxdtest import ctxd
 
 
 def make(tmp_path, rc='[env]\nA = "1"\n'):
@@ -42,7 +37,7 @@ def test_show_says_the_trust_line_is_the_roots(tmp_path):
 def test_unknown_key_warning_is_left_to_the_hook_in_an_active_shell(tmp_path):
     proj = make(tmp_path, '[env]\nA = "1"\n[bogus]\nx = 1\n')
     # a shell with the hook, in the project: its next prompt says it (the notice)
-    inside = ctxd("allow", cwd=proj, env={"_CTXD_HOOK": "bash"})
+    inside = ctxd("allow", cwd=proj, extra_env={"_CTXD_HOOK": "bash"})
     assert inside.returncode == 0 and "unknown keys" not in inside.stderr
     p = ctxd("export", "json", cwd=proj)
     assert p.stderr.count("unknown keys ignored: bogus") == 1

@@ -1,16 +1,10 @@
 """Usage errors: one ``ctxd: …`` line on stderr and exit code 2, for every command
 (the click app and the commands dispatched before it), as whole processes."""
 
-import os
-import subprocess
-import sys
 
 import pytest
 
-
-def ctxd(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "ctxd", *args], cwd=cwd, env=dict(os.environ),
-                          capture_output=True, text=True)
+from ctxdtest import ctxd
 
 
 @pytest.mark.parametrize("args, says", [

@@ -9,14 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from ctxdtest import ctxd
+
 SAMPLES = Path(__file__).parent / "contracts" / "real" / "hooks" / "codex"  # a copy of shared/data/real-transcripts
 
 CTXD = shutil.which("ctxd")
 pytestmark = pytest.mark.skipif(CTXD is None, reason="the ctxd console script is not on PATH")
-
-
-def ctxd_exe():
-    return CTXD
 
 
 @pytest.fixture
@@ -28,15 +26,13 @@ def project(tmp_path):
 
 
 def notify(project, data, cwd=None):
-    r = subprocess.run([ctxd_exe(), "chat", "hook", "codex-notify", json.dumps(data)], cwd=cwd or project,
-                       capture_output=True, text=True, timeout=60)
+    r = ctxd("chat", "hook", "codex-notify", json.dumps(data), cwd=cwd or project, script=True)
     assert r.returncode == 0 and r.stdout == "", r
     return r
 
 
 def rows(project):
-    p = subprocess.run([ctxd_exe(), "chat", "log", "-n", "1000", "--json"], cwd=project, capture_output=True,
-                       text=True, timeout=60)
+    p = ctxd("chat", "log", "-n", "1000", "--json", cwd=project, script=True)
     if p.returncode == 4 and "no conversation recorded" in p.stderr:
         return []  # nothing recorded at all: chat log says so (exit 4)
     assert p.returncode == 0, p.stderr

@@ -16,6 +16,7 @@ import pytest
 import shellkit
 from ctxd.cli import cli
 from ctxd.commands.completion import FILES, source
+from ctxdtest import ctxd
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COMPLETIONS = os.path.join(ROOT, "completions")
@@ -35,9 +36,7 @@ def env(home, **extra):
 
 
 def ctxd_complete(home, **variables):
-    r = subprocess.run(["ctxd"], env=env(home, **variables), capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    return r.stdout
+    return ctxd(env=env(home, **variables), script=True, check=0).stdout
 
 
 # -- the committed files --------------------------------------------------------

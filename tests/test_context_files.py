@@ -8,7 +8,7 @@ ones run the ctxd console script in a tmp project (isolated paths: conftest).
 import os
 import shutil
 import stat
-import subprocess
+from functools import partial
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from ctxd.errors import ConfigError
 from ctxd.integrations import contextfiles as cf
+from ctxdtest import ctxd
 
 KINDS = ("agents-md", "claude-md", "gemini-md")
 CTXD = shutil.which("ctxd")
@@ -235,8 +236,7 @@ def test_a_file_that_is_not_utf8_is_refused(root, data_dir):
 needs_cli = pytest.mark.skipif(CTXD is None, reason="the ctxd console script is not on PATH")
 
 
-def _ctxd(*args, cwd):
-    return subprocess.run([CTXD, *args], capture_output=True, text=True, cwd=cwd, timeout=60)
+_ctxd = partial(ctxd, script=True)
 
 
 @needs_cli

@@ -1,14 +1,13 @@
 """The .contextrc schema, trust store and planner, against real files."""
 
-import os
 import subprocess
-import sys
 
 import pytest
 
 from ctxd.activation import contextrc, planner, trust
 from ctxd.activation.contextrc import RcError, expand, parse_bytes
 from ctxd.activation.fileio import sha256_hex
+from ctxdtest import ctxd
 
 FULL = b'''
 [ctxd]
@@ -235,12 +234,6 @@ def test_enter_leave_commands_output_failure_and_timeout(tmp_path):
     assert lines[3].startswith("ctxd: on_enter timed out after 0.5s")
 
 
-def ctxd(*args, cwd, env=None, input=None):
-    e = dict(os.environ, PWD=str(cwd), **(env or {}))
-    return subprocess.run([sys.executable, "-m", "ctxd", *args], cwd=cwd, env=e, capture_output=True,
-                          text=True, input=input)
-
-
 def test_allow_refuses_invalid_file_and_init_writes_valid_allowed_template(tmp_path):
     make(tmp_path, {"pyproject.toml": "", "package.json": "{}"})
     p = ctxd("init", cwd=tmp_path)
@@ -260,12 +253,12 @@ def test_edit_validates_then_allows(tmp_path):
     editor.write_text('#!/bin/sh\nprintf \'[env]\\nE = "1"\\n\' > "$1"\n')
     editor.chmod(0o755)
     make(tmp_path, {"Makefile": ""})
-    p = ctxd("edit", cwd=tmp_path, env={"EDITOR": str(editor), "VISUAL": str(editor)}, input="")
+    p = ctxd("edit", cwd=tmp_path, extra_env={"EDITOR": str(editor), "VISUAL": str(editor)}, input="")
     assert p.returncode == 0, p.stderr
     data = (tmp_path / ".contextrc").read_bytes()
     assert trust.file_status(str(tmp_path / ".contextrc"), sha256_hex(data)) == trust.ALLOWED
     editor.write_text("#!/bin/sh\nprintf 'E = [' > \"$1\"\n")
-    p = ctxd("edit", cwd=tmp_path, env={"EDITOR": str(editor), "VISUAL": str(editor)}, input="")
+    p = ctxd("edit", cwd=tmp_path, extra_env={"EDITOR": str(editor), "VISUAL": str(editor)}, input="")
     assert p.returncode == 3
     assert p.stderr.count("ctxd:") == 1 and "(not allowed)" in p.stderr
 

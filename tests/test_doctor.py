@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+import ctxdtest
 import shellkit
 from ctxd.commands import doctor
 from shellkit import PROMPT, SHELLS, ShellSession
@@ -28,9 +29,8 @@ def home(tmp_path):
 
 
 def ctxd(home, *args, cwd=None, **extra):
-    env = shellkit.base_env(home, extra)
-    return subprocess.run(["ctxd", *args], env=env, cwd=str(cwd or home), capture_output=True, text=True,
-                          timeout=120)
+    """ctxd ARGS as the user of *home* runs it, with *extra* variables set."""
+    return ctxdtest.ctxd(*args, cwd=cwd or home, env=shellkit.base_env(home, extra), script=True)
 
 
 def run_doctor(home, cwd=None, **extra):
@@ -383,18 +383,14 @@ def test_doctor_says_whether_the_startup_copy_of_the_hook_is_current(tmp_path):
     """The rc lines source a copy of the hook at shell start: doctor names it missing, current,
     and stale once a file the hook is made from is newer than it (the next shell then starts
     ctxd once), from the real files ctxd hook writes."""
-    import subprocess
-    import sys
-
     env = dict(os.environ, HOME=str(tmp_path), XDG_CACHE_HOME=str(tmp_path / ".cache"), SHELL="/bin/bash")
-    ctxd = [sys.executable, "-m", "ctxd"]
 
     def line():
-        out = subprocess.run(ctxd + ["doctor"], env=env, capture_output=True, text=True, cwd=tmp_path).stdout
+        out = ctxdtest.ctxd("doctor", env=env, cwd=tmp_path).stdout
         return next(l for l in out.splitlines() if "start-up copy" in l and not l.startswith("  "))
 
     assert line().startswith("warn") and "missing" in line()
-    assert subprocess.run(ctxd + ["hook", "bash"], env=env, capture_output=True, cwd=tmp_path).returncode == 0
+    assert ctxdtest.ctxd("hook", "bash", env=env, cwd=tmp_path).returncode == 0
     assert line().startswith("ok") and "current" in line()
     copy = tmp_path / ".cache" / "ctxd" / "hook" / "ctxd.bash"
     old = copy.stat().st_mtime - 3600

@@ -7,6 +7,8 @@ import subprocess
 
 import pytest
 
+from ctxdtest import ctxd
+
 CTXD = shutil.which("ctxd")
 pytestmark = pytest.mark.skipif(CTXD is None, reason="the ctxd console script is not on PATH")
 
@@ -22,8 +24,7 @@ def project(tmp_path, monkeypatch):
 
 
 def run(project, *args):
-    r = subprocess.run([CTXD, *args], cwd=project, capture_output=True, text=True, timeout=60)
-    return r
+    return ctxd(*args, cwd=project, script=True)
 
 
 def checks(project):

@@ -3,14 +3,13 @@
 import json
 import re
 import os
-import subprocess
-import sys
 
 import pytest
 
 from ctxd.memory import engine, fact_merge, facts, render_formats
 from ctxd.memory.store import Store
 from ctxd.memory.tokens import estimate
+from ctxdtest import ctxd
 
 
 @pytest.mark.parametrize("sentence,kind", [
@@ -139,11 +138,6 @@ def test_system_block_compact_when_large(store):
     big = "Rule one is short.\n\n" + "Long elaboration. " * 400
     ctx = engine.assemble(store, budget=1000, mode="hybrid", system=big, system_compact="Rule one is short.")
     assert ctx.parts[0].name == "system" and ctx.parts[0].text == "Rule one is short."
-
-
-def ctxd(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "ctxd", *args], cwd=cwd, env=dict(os.environ, PWD=str(cwd)),
-                          capture_output=True, text=True)
 
 
 def test_context_command(tmp_path):

@@ -16,6 +16,7 @@ from ctxd.activation import dotenv_files, envdiff, planner
 from ctxd.activation.allow import allow_rc
 from ctxd.activation.contextrc import RcError, parse_bytes
 from ctxd.activation.export import watch_value
+from ctxdtest import ctxd
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -226,10 +227,7 @@ def test_python_dotenv_loads_only_for_a_trusted_files_key_and_only_once_per_cont
 # -- ctxd init offers it --------------------------------------------------------------------------
 
 def _init(d, *args):
-    import shutil
-
-    return subprocess.run([shutil.which("ctxd"), "init", str(d), *args], capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, timeout=60)
+    return ctxd("init", str(d), *args, stdin=subprocess.DEVNULL, script=True)
 
 
 def test_init_without_a_terminal_writes_the_line_commented_and_says_how(tmp_path):

@@ -13,7 +13,7 @@ from ctxd.activation import envdiff
 from ctxd.activation.allow import allow_rc
 from ctxd.activation.export import transition
 from ctxd.activation.state import STATE_VAR, decode, encode
-from ctxdtest import write_config
+from ctxdtest import ctxd, write_config
 
 CTXD = shutil.which("ctxd")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -39,8 +39,7 @@ def env_of(extra=None, drop=()):
 
 
 def ctxd_exec(*args, env=None, cwd=None, **kw):
-    return subprocess.run([CTXD, "exec", *args], capture_output=True, text=True, env=env or env_of(),
-                          cwd=cwd, timeout=60, **kw)
+    return ctxd("exec", *args, env=env or env_of(), cwd=cwd, script=True, **kw)
 
 
 def printenv(out):

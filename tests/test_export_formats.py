@@ -5,7 +5,6 @@ GitHub's runner reads $GITHUB_ENV / $GITHUB_PATH."""
 import io
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -15,9 +14,8 @@ from ctxd.activation import formats
 from ctxd.activation.allow import allow_rc
 from ctxd.activation.export import transition
 from ctxd.activation.state import STATE_VAR, encode
-from ctxdtest import write_config
+from ctxdtest import ctxd, write_config
 
-CTXD = shutil.which("ctxd")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -29,8 +27,7 @@ def env_of(extra=None, drop=()):
 
 
 def export(fmt, *args, env=None, cwd=None):
-    return subprocess.run([CTXD, "export", fmt, *args], capture_output=True, text=True, env=env or env_of(),
-                          cwd=cwd, timeout=60)
+    return ctxd("export", fmt, *args, env=env or env_of(), cwd=cwd, script=True)
 
 
 def project(path, rc=None, files=None):

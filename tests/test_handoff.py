@@ -10,20 +10,14 @@ import time
 
 import pytest
 
-from ctxdtest import write_config
 from ctxd.errors import ExitCode
 from ctxd.handoff import archive, archive_schema, build, environment, learner
 from ctxd.memory.store import Store
+from ctxdtest import ctxd, write_config
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SEED = os.path.join(HERE, "data", "handoff", "seed_v1.0.json")
 REPO = os.path.dirname(HERE)
-
-
-def ctxd(*args, cwd, input=None, env=None):
-    e = dict(os.environ, PWD=str(cwd), **(env or {}))
-    return subprocess.run([sys.executable, "-m", "ctxd", *args], cwd=cwd, input=input, env=e,
-                          capture_output=True, text=True)
 
 
 def sample(session="s1", **over):

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+import ctxdtest
+
 CONTRACTS = Path(__file__).parent / "contracts" / "hooks"
 CTXD = shutil.which("ctxd")
 CLAUDE_SID = "3f6a2c1e-8b7d-4e2a-9c1f-5d4b3a2e1f00"
@@ -40,15 +42,13 @@ def payload(tool, name, project, transcript=None, **extra):
 
 
 def hook(tool, stdin):
-    r = subprocess.run([CTXD, "chat", "hook", tool], input=stdin.encode(), capture_output=True, timeout=60)
-    assert r.returncode == 0 and b"Traceback" not in r.stderr, r.stderr
+    r = ctxdtest.ctxd("chat", "hook", tool, input=stdin.encode(), text=False, script=True, check=0)
+    assert b"Traceback" not in r.stderr, r.stderr
     return r
 
 
 def ctxd(project, *args):
-    r = subprocess.run([CTXD, *args], cwd=project, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    return r
+    return ctxdtest.ctxd(*args, cwd=project, script=True, check=0)
 
 
 def paths(project):

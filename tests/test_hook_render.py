@@ -9,10 +9,10 @@ import os
 import shlex
 import shutil
 import subprocess
-import sys
 
 import pytest
 
+import ctxdtest
 import shellkit
 from ctxd.activation.detectors import all_markers, find_root
 from ctxd.shells import get_shell
@@ -22,30 +22,19 @@ SHELLS = ("bash", "zsh", "fish")
 HOWS = ("cli", "api")
 
 
-def ctxd_exe():
-    """The console script of the interpreter running the tests (not a shim:
-    a version-manager shim is a shell script and would confuse detection)."""
-    here = os.path.join(os.path.dirname(sys.executable), "ctxd")
-    if os.access(here, os.X_OK):
-        return here
-    found = shutil.which("ctxd")
-    assert found, "ctxd is not installed (pip install -e .)"
-    return found
-
-
 def clean_env(**extra):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("CTXD_", "BASH_FUNC_"))
            and k not in ("PROMPT_COMMAND", "BASH_ENV", "ENV", "ZDOTDIR", "PWD", "OLDPWD")}
     env.update(LANG="C.UTF-8", LC_ALL="C.UTF-8", fish_greeting="")
-    env["PATH"] = os.pathsep.join([os.path.dirname(ctxd_exe()), "/usr/local/bin", "/usr/bin", "/bin"])
+    env["PATH"] = os.pathsep.join([os.path.dirname(ctxdtest.ctxd_script()), "/usr/local/bin", "/usr/bin", "/bin"])
     env.update(extra)
     return env
 
 
 def ctxd(*args, cwd=None, env=None):
-    return subprocess.run([ctxd_exe(), *args], cwd=cwd, env=env or clean_env(),
-                          capture_output=True, text=True, timeout=60)
+    """ctxd ARGS as a hook runs it: the console script, in the clean environment."""
+    return ctxdtest.ctxd(*args, cwd=cwd, env=env or clean_env(), script=True)
 
 
 def render(shell, how):
@@ -368,7 +357,7 @@ def test_hook_without_argument_detects_the_parent_shell(tmp_path, shell):
     env = clean_env(SHELL=shutil.which(other) or f"/bin/{other}")
     out = tmp_path / "hook.out"
     # `; true` keeps the shell from exec-ing ctxd in its own place
-    script = f"{shlex.quote(ctxd_exe())} hook > {q(shell, str(out))}; true"
+    script = f"{shlex.quote(ctxdtest.ctxd_script())} hook > {q(shell, str(out))}; true"
     r = run(shell, script, str(tmp_path), env=env)
     assert r.returncode == 0 and not r.stderr, explain(r)
     assert out.read_text() == ctxd("hook", shell).stdout

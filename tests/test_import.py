@@ -20,6 +20,7 @@ from ctxd.memory.importing import import_file, import_transcript
 from ctxd.memory import items
 from ctxd.memory.redact import Redactor
 from ctxd.memory.store import Store
+from ctxdtest import ctxd
 
 CONTRACTS = os.path.join(os.path.dirname(__file__), "contracts")
 CLAUDE_SID = "7d3f0c2a-5b1e-4c8d-9a6f-2e4b8c1d0f3a"
@@ -550,12 +551,6 @@ def test_peak_memory_stays_small_on_a_big_file(tmp_path):
 
 
 # -- the command, as a whole process ----------------------------------------------
-
-def ctxd(*args, cwd, env=None, **kw):
-    e = dict(os.environ, PWD=str(cwd), **(env or {}))
-    return subprocess.run([sys.executable, "-m", "ctxd", *args], cwd=cwd, env=e, capture_output=True, text=True,
-                          **kw)
-
 
 @pytest.fixture
 def project(tmp_path):

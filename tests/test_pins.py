@@ -16,6 +16,7 @@ import pytest
 
 from ctxd.activation import export, pins, planner
 from ctxd.activation.detectors import Plan
+from ctxdtest import ctxd
 
 PINS_PY = Path(pins.__file__)
 MANAGER_VARS = ("NVM_DIR", "FNM_DIR", "VOLTA_HOME", "ASDF_DATA_DIR", "MISE_DATA_DIR", "PYENV_ROOT",
@@ -288,7 +289,7 @@ def test_pin_bin_goes_behind_the_projects_own_bins(tmp_path, home, env):
     node = exe(home / ".nvm/versions/node/v20.11.1/bin/node")
     root = full_project(tmp_path)
     (root / ".contextrc").write_text('[path]\nprepend = ["tools"]\n')
-    subprocess.run([sys.executable, "-m", "ctxd", "allow", str(root)], env=env, check=True, capture_output=True)
+    ctxd("allow", str(root), env=env, check=0)
     plan = planner.build(str(root), env, env)
     assert [e for e, _ in plan.prepend] == [str(root / "tools"), str(root / ".venv/bin"),
                                             str(root / "node_modules/.bin"), str(node.parent)]
@@ -345,7 +346,7 @@ def test_go_line_alone_never_reports(tmp_path, env):
 def test_disabled_detector_disables_its_pins(tmp_path, home, env):
     exe(home / ".nvm/versions/node/v20.11.1/bin/node")
     root = project(tmp_path, {"package.json": "{}", ".nvmrc": "20\n", ".contextrc": "[detect]\nnode = false\n"})
-    subprocess.run([sys.executable, "-m", "ctxd", "allow", str(root)], env=env, check=True, capture_output=True)
+    ctxd("allow", str(root), env=env, check=0)
     plan = planner.build(str(root), env, env)
     assert plan.pins == [] and not [e for e, _ in plan.prepend if ".nvm" in e]
 
@@ -356,14 +357,12 @@ def test_show_names_pin_match_manager_and_broken_dirs(tmp_path, home, env):
     (nvm / "v20.11.1").mkdir()
     root = project(tmp_path, {"package.json": "{}", ".nvmrc": "20\n", ".python-version": "3.12\n"})
     e = dict(env, PWD=str(root))
-    out = subprocess.run([sys.executable, "-m", "ctxd", "show"], cwd=root, env=e, capture_output=True,
-                         text=True, check=True).stdout
+    out = ctxd("show", cwd=root, env=e, check=0).stdout
     assert f"toolchain    node     20 (.nvmrc): nvm 20.9.0  {nvm}/v20.9.0/bin" in out
     assert f"skipped      node     {nvm}/v20.11.1  (nvm: no bin/; broken install)" in out
     assert "toolchain    python   3.12 (.python-version): not installed; install it with: pyenv install 3.12" in out
     assert f"PATH +       {nvm}/v20.9.0/bin  <- node: .nvmrc 20 -> nvm 20.9.0" in out
-    info = json.loads(subprocess.run([sys.executable, "-m", "ctxd", "show", "--json"], cwd=root, env=e,
-                                     capture_output=True, text=True, check=True).stdout)
+    info = json.loads(ctxd("show", "--json", cwd=root, env=e, check=0).stdout)
     [node] = [p for p in info["toolchains"] if p["tool"] == "node"]
     assert (node["status"], node["manager"], node["match"]) == ("active", "nvm", "20.9.0")
     assert node["broken"] == [{"dir": str(nvm / "v20.11.1"), "manager": "nvm", "reason": "no bin/"}]

@@ -4,14 +4,13 @@ turns relevant to the prompt, from the real hook payload shapes in ../shared/dat
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from ctxd import paths
 from ctxd.memory.core import ProjectMemory
+from ctxdtest import ctxd
 
 HOOKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "real-transcripts" / "hooks"
 CTXD = shutil.which("ctxd")
@@ -39,10 +38,9 @@ def real(tool, name, project, **changes):
 
 
 def run(tool, payload):
-    p = subprocess.run([CTXD or sys.executable, *([] if CTXD else ["-m", "ctxd"]), "chat", "hook", tool],
-                       input=json.dumps(payload).encode(), capture_output=True, timeout=60)
-    assert p.returncode == 0, p.stderr
-    return p
+    """The hook of *tool* on *payload*, as the AI tool runs it (bytes out)."""
+    return ctxd("chat", "hook", tool, input=json.dumps(payload).encode(), text=False, script=CTXD is not None,
+                check=0)
 
 
 def injected(p, event="UserPromptSubmit"):

@@ -8,8 +8,6 @@ Real transcripts from ../shared/data/real-transcripts; the real CLI and store.
 import json
 import os
 import sqlite3
-import subprocess
-import sys
 
 import pytest
 
@@ -19,6 +17,7 @@ from ctxd.memory import importing as im
 from ctxd.memory import items
 from ctxd.memory.store import Store
 from ctxd.memory.store_schema import SCHEMA_VERSION
+from ctxdtest import ctxd
 
 REAL = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                     "shared", "data", "real-transcripts")
@@ -145,11 +144,6 @@ def test_typed_text_that_looks_alike_stays_a_prompt(text):
     assert items.user_record(text, session="s", source="claude", dedup="k")["kind"] == "prompt"
 
 
-def ctxd(*args, cwd, input=None, env=None):
-    return subprocess.run([sys.executable, "-m", "ctxd", *args], cwd=cwd, input=input,
-                          env=dict(env or os.environ, PWD=str(cwd)), capture_output=True, text=True, timeout=120)
-
-
 @pytest.fixture
 def project(tmp_path):
     root = tmp_path / "proj"
@@ -178,8 +172,7 @@ def test_teach_and_handoff_preview_record_nothing_a_coding_context_renders(proje
 
 
 def _hook(tool, payload, cwd):
-    return subprocess.run([sys.executable, "-m", "ctxd", "chat", "hook", tool], cwd=cwd, input=json.dumps(payload),
-                          env=dict(os.environ, PWD=str(cwd)), capture_output=True, text=True, timeout=120)
+    return ctxd("chat", "hook", tool, cwd=cwd, input=json.dumps(payload))
 
 
 def test_teach_prompt_pasted_into_claude_is_ctxds_not_the_users(project):
@@ -301,8 +294,7 @@ def test_codex_notify_and_gemini_hook_context_keep_only_the_typed_words(project)
     teach_text = _teach_prompt()
     payload = {"type": "agent-turn-complete", "thread-id": "t1", "turn-id": "u1", "cwd": str(root),
                "input-messages": [teach_text], "last-assistant-message": "Let's begin with borrowing."}
-    p = subprocess.run([sys.executable, "-m", "ctxd", "chat", "hook", "codex-notify", json.dumps(payload)], cwd=root,
-                       env=dict(os.environ, PWD=str(root)), capture_output=True, text=True, timeout=120)
+    p = ctxd("chat", "hook", "codex-notify", json.dumps(payload), cwd=root)
     assert p.returncode == 0, p.stderr
     before = {"session_id": "g1", "cwd": str(root), "hook_event_name": "BeforeAgent", "timestamp": "2026-12-01T00:00:00Z",
               "prompt": "<hook_context># Conversation context: proj\n- x</hook_context>\nwhy is the pool empty?"}

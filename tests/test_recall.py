@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from ctxd.memory import recall
 from ctxd.memory.store import Store
 from ctxd.memory.tokens import estimate
+from ctxdtest import ctxd
 
 TURNS = [
     ("prompt", "When is the database cutover scheduled?"),
@@ -117,28 +118,23 @@ def test_empty_store(tmp_path):
         assert recall.recall(s, "anything", 500).items == []
 
 
-def _ctxd(*args, cwd, env):
-    return subprocess.run([sys.executable, "-m", "ctxd", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=60)
-
-
 def test_ctxd_recall_and_chat_search_commands(tmp_path):
     proj = tmp_path / "proj"
     (proj / ".git").mkdir(parents=True)
     env = dict(os.environ, PWD=str(proj))
-    assert _ctxd("recall", "anything", cwd=proj, env=env).stdout == ""  # nothing recorded: nothing recalled
+    assert ctxd("recall", "anything", cwd=proj, env=env).stdout == ""  # nothing recorded: nothing recalled
     for role, text in (("user", "When is the database cutover scheduled?"),
                        ("assistant", "The cutover is scheduled for 2026-04-12 at 14:00 UTC.")):
-        assert _ctxd("chat", "add", "--role", role, text, cwd=proj, env=env).returncode == 0
-    p = _ctxd("recall", "cutover date?", cwd=proj, env=env)
+        assert ctxd("chat", "add", "--role", role, text, cwd=proj, env=env).returncode == 0
+    p = ctxd("recall", "cutover date?", cwd=proj, env=env)
     assert p.returncode == 0 and "2026-04-12" in p.stdout and "#1 user:" in p.stdout
-    got = json.loads(_ctxd("recall", "cutover date?", "--json", "--budget", "100", cwd=proj, env=env).stdout)
+    got = json.loads(ctxd("recall", "cutover date?", "--json", "--budget", "100", cwd=proj, env=env).stdout)
     assert got["tokens"] <= 100 and [i["id"] for i in got["items"]][:1] in ([1], [2])
     assert {"time", "kind", "score", "content"} <= set(got["items"][0])
     for q in ('NEAR(" *', "content:", "-", ""):
-        p = _ctxd("chat", "search", q, cwd=proj, env=env)
+        p = ctxd("chat", "search", q, cwd=proj, env=env)
         assert p.returncode == 0 and p.stderr == "", (q, p.stderr)
-    lines = [json.loads(l) for l in _ctxd("chat", "search", "scheduled cutover", "--json", cwd=proj,
+    lines = [json.loads(l) for l in ctxd("chat", "search", "scheduled cutover", "--json", cwd=proj,
                                           env=env).stdout.splitlines()]
     assert [l["id"] for l in lines] == [1, 2] or [l["id"] for l in lines] == [2, 1]
     assert all(l["snippet"] for l in lines)
@@ -148,14 +144,14 @@ def test_recall_on_a_corrupt_store_is_one_line(tmp_path):
     proj = tmp_path / "proj"
     (proj / ".git").mkdir(parents=True)
     env = dict(os.environ, PWD=str(proj))
-    assert _ctxd("chat", "add", "hello there", cwd=proj, env=env).returncode == 0
+    assert ctxd("chat", "add", "hello there", cwd=proj, env=env).returncode == 0
     store = next((tmp_path / "home").rglob("store.db"), None) or next(proj.rglob("store.db"), None)
     if store is None:  # the context dir is wherever ctxd paths says
-        out = json.loads(_ctxd("paths", "--json", cwd=proj, env=env).stdout)
+        out = json.loads(ctxd("paths", "--json", cwd=proj, env=env).stdout)
         store = out["store"]
     with open(store, "r+b") as f:
         f.write(b"garbage!" * 64)
-    p = _ctxd("recall", "hello", cwd=proj, env=env)
+    p = ctxd("recall", "hello", cwd=proj, env=env)
     assert p.returncode != 0 and p.stderr.count("\n") == 1 and p.stderr.startswith("ctxd: ")
     assert "Traceback" not in p.stderr
 
@@ -164,7 +160,7 @@ def test_ctxd_recall_starts_without_click(tmp_path):
     """An AI tool may run `ctxd recall` on every question: the console script dispatches it before the click app."""
     proj = tmp_path / "proj"
     (proj / ".git").mkdir(parents=True)
-    assert _ctxd("chat", "add", "the build uses meson", cwd=proj, env=dict(os.environ, PWD=str(proj))).returncode == 0
+    assert ctxd("chat", "add", "the build uses meson", cwd=proj, env=dict(os.environ, PWD=str(proj))).returncode == 0
     code = ("import sys, atexit; atexit.register(lambda: print('heavy:', sorted(m for m in ('click', 'psutil', "
             "'shellingham') if m in sys.modules))); sys.argv = ['ctxd', 'recall', 'zebra', '--json']; "
             "from ctxd.fastpath.console_entry import main; main()")
@@ -173,8 +169,7 @@ def test_ctxd_recall_starts_without_click(tmp_path):
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout.split("heavy:")[0])["items"] == []
     assert p.stdout.strip().endswith("heavy: []")
-    help_ = subprocess.run([sys.executable, "-m", "ctxd", "recall", "--help"], capture_output=True, text=True,
-                           timeout=60)
+    help_ = ctxd("recall", "--help")
     assert help_.returncode == 0 and "Usage: ctxd recall" in help_.stdout  # click still owns the help
 
 
@@ -185,7 +180,7 @@ def test_ctxd_context_starts_without_click_and_prints_what_click_prints(tmp_path
     (proj / ".git").mkdir(parents=True)
     env = dict(os.environ, PWD=str(proj))
     for text in ("We moved the cutover to Thursday night.", "Why Thursday?", "Fewer users are online then."):
-        assert _ctxd("chat", "add", text, cwd=proj, env=env).returncode == 0
+        assert ctxd("chat", "add", text, cwd=proj, env=env).returncode == 0
     args = ["context", "--budget", "300", "--query", "when is the cutover", "--format", "text"]
     code = ("import sys, atexit; atexit.register(lambda: sys.stderr.write('heavy: %s' % sorted(m for m in "
             "('click', 'psutil', 'shellingham') if m in sys.modules))); sys.argv = ['ctxd'] + sys.argv[1:]; "
@@ -204,7 +199,7 @@ def test_ctxd_context_starts_without_click_and_prints_what_click_prints(tmp_path
         s2 = subprocess.run([sys.executable, "-c", "from ctxd.cli import main; import sys; main()", *a], cwd=proj,
                             env=env, capture_output=True, text=True, timeout=60)
         assert f2.returncode == s2.returncode == 0 and f2.stdout == s2.stdout, (fmt, f2.stderr, s2.stderr)
-    bad = _ctxd("context", "--budget", "12", cwd=proj, env=env)  # below the minimum: click's usage error
+    bad = ctxd("context", "--budget", "12", cwd=proj, env=env)  # below the minimum: click's usage error
     assert bad.returncode == 2 and bad.stderr.startswith("ctxd: context: --budget wants a whole number")
 
 
@@ -324,9 +319,9 @@ def test_no_model_and_a_broken_model_leave_recall_lexical_with_one_log_line(tmp_
     env = dict(os.environ, PWD=str(proj))
     for role, text in (("user", "When is the database cutover scheduled?"),
                        ("assistant", "The cutover is scheduled for 2026-04-12 at 14:00 UTC.")):
-        assert _ctxd("chat", "add", "--role", role, text, cwd=proj, env=env).returncode == 0
+        assert ctxd("chat", "add", "--role", role, text, cwd=proj, env=env).returncode == 0
     env["PYTHONPATH"] = os.pathsep.join([str(fake.parent)] + [p for p in sys.path if p])
-    db = json.loads(_ctxd("paths", "--json", cwd=proj, env=env).stdout)["store"]
+    db = json.loads(ctxd("paths", "--json", cwd=proj, env=env).stdout)["store"]
     import sqlite3
     from ctxd.memory import embed
 
@@ -335,14 +330,14 @@ def test_no_model_and_a_broken_model_leave_recall_lexical_with_one_log_line(tmp_
                   (embed.MODEL, bytes(48), bytes(384)))
         c.execute("INSERT INTO meta(key, value) VALUES ('embed_mean', ?)",
                   (json.dumps({"model": embed.MODEL, "mean": [0.0] * 384}),))
-    p = _ctxd("recall", "cutover date?", cwd=proj, env=env)
+    p = ctxd("recall", "cutover date?", cwd=proj, env=env)
     assert p.returncode == 0 and "2026-04-12" in p.stdout and p.stderr == ""
     log = subprocess.run([sys.executable, "-c", "from ctxd import paths; print(paths.log_file())"], env=env,
                          capture_output=True, text=True).stdout.strip()
     log = __import__("pathlib").Path(log)
     lines = [l for l in log.read_text().splitlines() if "semantic recall off" in l]
     assert len(lines) == 1 and "engine" in lines[0]
-    p = _ctxd("chat", "embed", cwd=proj, env=env)
+    p = ctxd("chat", "embed", cwd=proj, env=env)
     assert p.returncode != 0 and p.stderr.startswith("ctxd: no semantic model") and p.stderr.count("\n") == 1
 
 

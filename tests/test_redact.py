@@ -13,7 +13,6 @@ import shutil
 import sqlite3
 import string
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxd.memory.redact import Redactor, from_config, looks_secret
+from ctxdtest import ctxd
 
 REAL = Path(__file__).parent / "contracts" / "real"
 _rng = random.Random(12)
@@ -349,12 +349,6 @@ def test_which_names_look_secret():
 
 # -- end to end: a trusted .contextrc's secret never reaches the store or anything made from it -----
 
-def ctxd(*args, cwd, input=None):
-    env = dict(os.environ, PWD=str(cwd))
-    return subprocess.run([sys.executable, "-m", "ctxd", *args], cwd=cwd, input=input, env=env,
-                          capture_output=True, text=True, timeout=120)
-
-
 def _everything_written(project):
     """Every file under the project's context directory, as bytes, joined."""
     info = json.loads(ctxd("show", "--json", cwd=project).stdout)
@@ -398,8 +392,7 @@ def test_a_hook_redacts_the_contextrc_values_too(tmp_path):
     assert ctxd("allow", cwd=project).returncode == 0
     sample = json.loads((Path(__file__).parent / "contracts" / "hooks" / "claude" / "user_prompt_submit.json").read_text())
     sample.update(cwd=str(project), transcript_path="", prompt=f"why does psql reject {secret}?")
-    r = subprocess.run([sys.executable, "-m", "ctxd", "chat", "hook", "claude"], input=json.dumps(sample), cwd=project,
-                       capture_output=True, text=True, timeout=120)
+    r = ctxd("chat", "hook", "claude", input=json.dumps(sample), cwd=project)
     assert r.returncode == 0, r.stderr
     log = ctxd("chat", "log", "--json", cwd=project).stdout
     assert secret not in log and "why does psql reject [REDACTED:env:DB_PASSWORD]?" in log
@@ -567,8 +560,7 @@ def test_no_raw_secret_anywhere_ctxd_writes(tmp_path, isolated_paths):
     assert r.returncode == 0, r.stderr
     hook = json.loads((Path(__file__).parent / "contracts" / "hooks" / "claude" / "user_prompt_submit.json").read_text())
     hook.update(cwd=str(project), transcript_path="", session_id="live-1", prompt="\n".join(samples))
-    r = subprocess.run([sys.executable, "-m", "ctxd", "chat", "hook", "claude"], input=json.dumps(hook), cwd=project,
-                       capture_output=True, text=True, timeout=120, env=dict(os.environ, PWD=str(project)))
+    r = ctxd("chat", "hook", "claude", input=json.dumps(hook), cwd=project)
     assert r.returncode == 0, r.stderr
     for args in (("task", "start", "rotate " + samples[0]), ("task", "note", samples[1]), ("handoff",),
                  ("sync", "init"), ("sync", "push"), ("context",)):

@@ -2,14 +2,11 @@
 compares, on a real project with a real trusted .contextrc and the real export."""
 
 import os
-import subprocess
-import sys
 
 from ctxd.activation import revisit
 from ctxd.activation.export import render, transition
 from ctxd.shells import get_shell
-
-CTXD = os.path.join(os.path.dirname(sys.executable), "ctxd")
+from ctxdtest import ctxd
 
 
 def test_dollar_names():
@@ -25,8 +22,7 @@ def project(tmp_path, rc):
     (proj / ".venv" / "bin" / "activate").write_text('_OLD_VIRTUAL_PS1="${PS1:-}"\nPS1="(proj) ${PS1:-}"\n')
     (proj / "pyproject.toml").write_text("[project]\nname = 'p'\n")
     (proj / ".contextrc").write_text(rc)
-    r = subprocess.run([CTXD, "allow", str(proj)], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
+    ctxd("allow", str(proj), script=True, check=0)
     return str(proj)
 
 

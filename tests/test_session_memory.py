@@ -5,14 +5,14 @@ through ctxd's importers."""
 import json
 import os
 import re
-import subprocess
-import sys
+from functools import partial
 
 import pytest
 
 from ctxd.memory import importing as im
 from ctxd.memory import engine, fact_merge, facts, items, render, render_formats, session, session_text, session_tools, summary_cache, tokens
 from ctxd.memory.store import Store
+import ctxdtest
 
 REAL = os.path.join(os.path.dirname(__file__), "contracts", "real")
 CLAUDE = ["claude/short.jsonl", "claude/tool_heavy.jsonl", "claude/subagent.jsonl", "claude/daaain/edge_cases.jsonl",
@@ -134,9 +134,7 @@ def test_no_surface_shows_tool_plumbing(store, rel, tmp_path):
 
 # -- budgets are hard caps --------------------------------------------------------------------
 
-def ctxd(*args, cwd, stdin=None):
-    return subprocess.run([sys.executable, "-m", "ctxd", *args], cwd=cwd, env=dict(os.environ, PWD=str(cwd)),
-                          input=stdin, capture_output=True, text=True, timeout=300)
+ctxd = partial(ctxdtest.ctxd, timeout=300)  # importing the long rollout is slow on a loaded machine
 
 
 @pytest.fixture
@@ -168,7 +166,7 @@ def test_every_format_keeps_the_budget(hex_project, fmt):
 def test_session_start_injection_stays_under_10000_characters(hex_project):
     payload = json.dumps({"session_id": "new", "transcript_path": str(hex_project / "none.jsonl"),
                           "cwd": str(hex_project), "hook_event_name": "SessionStart", "source": "startup"})
-    p = ctxd("chat", "hook", "claude", cwd=hex_project, stdin=payload)
+    p = ctxd("chat", "hook", "claude", cwd=hex_project, input=payload)
     assert p.returncode == 0, p.stderr
     text = json.loads(p.stdout)["hookSpecificOutput"]["additionalContext"]
     assert 2000 < len(text) <= 10_000

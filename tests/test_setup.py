@@ -9,6 +9,7 @@ import pytest
 
 from ctxd.shells import SUPPORTED, get_shell
 from ctxd.shells.base import console_script
+from ctxdtest import ctxd
 
 CTXD = os.path.join(os.path.dirname(sys.executable), "ctxd")
 
@@ -16,7 +17,7 @@ CTXD = os.path.join(os.path.dirname(sys.executable), "ctxd")
 def setup(home, *args):
     env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"),
                XDG_CACHE_HOME=str(home / ".cache"))
-    return subprocess.run([CTXD, "setup", *args], env=env, capture_output=True, text=True)
+    return ctxd("setup", *args, env=env, script=True)
 
 
 def block(shell, home, monkeypatch):

@@ -13,6 +13,7 @@ import pytest
 
 import shellkit
 from ctxd.shells import SUPPORTED, get_shell
+from ctxdtest import ctxd
 
 PKG = Path(__file__).resolve().parent.parent / "ctxd"
 HOT = [PKG / "activation" / "export.py", *sorted((PKG / "shells").glob("*.py"))]
@@ -171,13 +172,12 @@ def test_setup_writes_the_shells_block_once_and_sees_a_looser_line(tmp_path, mon
     monkeypatch.setenv("HOME", str(tmp_path))  # the block names the start-up copy of the hook "$HOME"-relative
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / ".cache"))
     env = dict(os.environ, HOME=str(tmp_path))
-    ctxd = [os.path.join(os.path.dirname(shellkit.sys.executable), "ctxd")]
     rc = tmp_path / ".bashrc"
     rc.write_text('command -v ctxd >/dev/null && eval "$(ctxd hook bash)"\n')
-    r = subprocess.run(ctxd + ["setup", "--shell", "bash", "--write"], env=env, capture_output=True, text=True)
+    r = ctxd("setup", "--shell", "bash", "--write", env=env, script=True)
     # seen as set up (a line of the user's own: left alone), named as the slow kind
     assert r.returncode == 0 and "is set up in ~/.bashrc" in r.stdout and "every shell start" in r.stdout
     assert rc.read_text() == 'command -v ctxd >/dev/null && eval "$(ctxd hook bash)"\n'
     rc.write_text('# eval "$(ctxd hook bash)"\n')
-    r = subprocess.run(ctxd + ["setup", "--shell", "bash", "--write"], env=env, capture_output=True, text=True)
+    r = ctxd("setup", "--shell", "bash", "--write", env=env, script=True)
     assert r.returncode == 0 and rc.read_text().endswith(get_shell("bash").rc_block())

@@ -4,20 +4,13 @@ import json
 import os
 import subprocess
 import sys
+from functools import partial
 
 import pytest
 
+import ctxdtest
 
-def ctxd(*args, cwd=None, env=None, check=True):
-    e = dict(os.environ)
-    e.update(env or {})
-    if cwd:
-        e["PWD"] = str(cwd)
-    p = subprocess.run([sys.executable, "-m", "ctxd", *args], cwd=cwd, env=e,
-                       capture_output=True, text=True)
-    if check and p.returncode != 0:
-        raise AssertionError(f"ctxd {args} failed: {p.returncode}\n{p.stderr}")
-    return p
+ctxd = partial(ctxdtest.ctxd, check=0)
 
 
 @pytest.fixture
@@ -33,7 +26,7 @@ def project(tmp_path):
 
 
 def test_show_json_schema(project):
-    info = json.loads(ctxd("show", "--json", cwd=project / "src", env={"NODE_ENV": "production"}).stdout)
+    info = json.loads(ctxd("show", "--json", cwd=project / "src", extra_env={"NODE_ENV": "production"}).stdout)
     assert info["schema_version"] == 1
     assert info["directory"] == str(project / "src")
     assert info["root"] == str(project)
@@ -67,12 +60,12 @@ def test_show_marks_active_state(project):
     # the token is quoted for bash (JSON needs it): let bash read it
     token = subprocess.run(["bash", "-c", line + '\nprintf %s "$CTXD_STATE"'], capture_output=True,
                            text=True, check=True).stdout
-    info = json.loads(ctxd("show", "--json", cwd=project, env={"CTXD_STATE": token}).stdout)
+    info = json.loads(ctxd("show", "--json", cwd=project, extra_env={"CTXD_STATE": token}).stdout)
     assert info["active"] is True and info["active_root"] == str(project)
 
 
 def test_show_missing_dir_is_one_line_error(tmp_path):
-    p = ctxd("show", str(tmp_path / "nope"), cwd=tmp_path, check=False)
+    p = ctxd("show", str(tmp_path / "nope"), cwd=tmp_path, check=None)
     assert p.returncode == 4
     assert p.stderr.strip().splitlines() == [f"ctxd: no such directory: {tmp_path / 'nope'}"]
 
@@ -88,20 +81,20 @@ def test_export_is_empty_when_nothing_changed(project, tmp_path):
                 value = value[2:-1].encode().decode("unicode_escape")
             env[name] = value
     # apply what the shell would have applied, then ask again: nothing to do
-    assert ctxd("export", "zsh", cwd=project / "src", env=env).stdout == ""
+    assert ctxd("export", "zsh", cwd=project / "src", extra_env=env).stdout == ""
 
 
 def test_export_corrupt_state_exits_6_with_one_message(project):
-    p = ctxd("export", "bash", cwd=project, env={"CTXD_STATE": "garbage"}, check=False)
+    p = ctxd("export", "bash", cwd=project, extra_env={"CTXD_STATE": "garbage"}, check=None)
     assert p.returncode == 6
     assert p.stdout.count("\n") == 1 and "ctxd: CTXD_STATE is corrupt" in p.stdout
     assert p.stderr == ""
 
 
 def test_export_usage_errors(tmp_path):
-    p = ctxd("export", "csh", cwd=tmp_path, check=False)
+    p = ctxd("export", "csh", cwd=tmp_path, check=None)
     assert p.returncode == 2 and p.stderr.startswith("ctxd: unsupported shell")
-    p = ctxd("export", cwd=tmp_path, check=False)
+    p = ctxd("export", cwd=tmp_path, check=None)
     assert p.returncode == 2 and "usage" in p.stderr
 
 
@@ -136,14 +129,14 @@ def test_setup_prints_then_writes_once(tmp_path):
     home = tmp_path / "h"
     home.mkdir()
     env = {"HOME": str(home)}
-    out = ctxd("setup", "--shell", "zsh", env=env, cwd=tmp_path).stdout
+    out = ctxd("setup", "--shell", "zsh", extra_env=env, cwd=tmp_path).stdout
     assert 'eval "$(ctxd hook zsh)"' in out and "not there yet" in out
-    ctxd("setup", "--shell", "zsh", "--write", env=env, cwd=tmp_path)
-    ctxd("setup", "--shell", "zsh", "--write", env=env, cwd=tmp_path)
+    ctxd("setup", "--shell", "zsh", "--write", extra_env=env, cwd=tmp_path)
+    ctxd("setup", "--shell", "zsh", "--write", extra_env=env, cwd=tmp_path)
     rc = (home / ".zshrc").read_text()
     assert rc.count("# ctxd: project environments on cd") == 1  # written once
     assert rc.count("ctxd hook zsh") == 2  # on PATH, else the absolute fallback (one block)
-    ctxd("setup", "--shell", "fish", "--write", env=env, cwd=tmp_path)
+    ctxd("setup", "--shell", "fish", "--write", extra_env=env, cwd=tmp_path)
     assert "ctxd hook fish | source" in (home / ".config/fish/config.fish").read_text()
 
 
@@ -151,11 +144,11 @@ def test_show_names_a_marker_above_home_that_does_not_count(tmp_path):
     home = tmp_path / "home"
     (home / "src").mkdir(parents=True)
     (tmp_path / "Makefile").write_text("all:\n")
-    info = json.loads(ctxd("show", "--json", cwd=home / "src", env={"HOME": str(home)}).stdout)
+    info = json.loads(ctxd("show", "--json", cwd=home / "src", extra_env={"HOME": str(home)}).stdout)
     assert info["root"] is None
     assert info["notes"] == [f"no project marker from here up to $HOME ({home}), where the search stops; "
                              f"{tmp_path}, above it, holds one but does not count here"]
     # outside $HOME the same marker is the root
     (tmp_path / "elsewhere").mkdir()
-    info = json.loads(ctxd("show", "--json", cwd=tmp_path / "elsewhere", env={"HOME": str(home)}).stdout)
+    info = json.loads(ctxd("show", "--json", cwd=tmp_path / "elsewhere", extra_env={"HOME": str(home)}).stdout)
     assert info["root"] == str(tmp_path)

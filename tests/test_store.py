@@ -15,6 +15,7 @@ from ctxd.memory.redact import Redactor, from_config
 from ctxd.memory.store import Store, recover
 from ctxd.memory.store_errors import StoreCorrupt, StoreError
 from ctxd.memory.store_schema import SCHEMA_VERSION
+from ctxdtest import ctxd
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -189,12 +190,6 @@ def test_header_garbage_raises_store_corrupt_with_recovery_hint(tmp_path):
         Store(str(tmp_path))
     assert "ctxd chat recover" in e.value.message
     assert (tmp_path / "store.db").read_bytes() == b"this is not sqlite" * 100
-
-
-def ctxd(*args, cwd, input=None, env=None):
-    e = dict(os.environ, PWD=str(cwd), **(env or {}))
-    return subprocess.run([sys.executable, "-m", "ctxd", *args], cwd=cwd, input=input, env=e,
-                          capture_output=True, text=True)
 
 
 def test_chat_cli_round_trip(tmp_path):

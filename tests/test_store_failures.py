@@ -18,11 +18,13 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from ctxd import paths
+import ctxdtest
 
 CTXD = shutil.which("ctxd")
 HERE = Path(__file__).parent
@@ -82,13 +84,10 @@ def prompt_payload(project, text, event="UserPromptSubmit"):
 
 
 def hook(stdin, tool="claude", prefix=(), env=None):
-    return subprocess.run([*prefix, CTXD, "chat", "hook", tool], input=stdin.encode(), capture_output=True,
-                          timeout=60, env=env)
+    return ctxd("chat", "hook", tool, input=stdin.encode(), text=False, env=env, prefix=prefix)
 
 
-def ctxd(*args, cwd, prefix=()):
-    return subprocess.run([*prefix, CTXD, *args], cwd=cwd, capture_output=True, text=True, timeout=60,
-                          env=dict(os.environ, PWD=str(cwd)))
+ctxd = partial(ctxdtest.ctxd, script=True)
 
 
 class Holder:

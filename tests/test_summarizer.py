@@ -2,12 +2,11 @@
 
 import json
 import os
-import subprocess
-import sys
 import time
 
 from ctxd.memory import summarizer
 from ctxd.memory.store import Store
+from ctxdtest import ctxd
 
 
 class M:
@@ -36,11 +35,6 @@ def script(tmp_path, body):
     p.write_text("#!/bin/sh\n" + body + "\n")
     p.chmod(0o755)
     return str(p)
-
-
-def ctxd(*args, cwd, input=None):
-    return subprocess.run([sys.executable, "-m", "ctxd", *args], cwd=cwd, input=input,
-                          env=dict(os.environ, PWD=str(cwd)), capture_output=True, text=True)
 
 
 def fill(cwd, n=30):

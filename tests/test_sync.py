@@ -21,6 +21,7 @@ from ctxd.handoff import archive
 from ctxd.handoff.core import ProjectHandoffs
 from ctxd.memory.core import ProjectMemory
 from ctxd.memory import sync as sync_mod, sync_git, sync_segments
+from ctxdtest import ctxd
 
 GIT = shutil.which("git")
 if GIT is None:
@@ -93,11 +94,7 @@ class Clone:
             return sorted(tuple(r) for r in mem.store().content_keys())
 
     def ctxd(self, *args, input=None, check=None):
-        p = subprocess.run([sys.executable, "-m", "ctxd", *args], cwd=self.dir, env=self.env, capture_output=True,
-                           text=True, input=input, timeout=120)
-        if check is not None:
-            assert p.returncode == check, (args, p.returncode, p.stdout, p.stderr)
-        return p
+        return ctxd(*args, cwd=self.dir, env=self.env, input=input, check=check)
 
 
 @pytest.fixture
@@ -500,9 +497,7 @@ def test_detached_shallow_empty_and_worktree_clones_sync(world, tmp_path):
     # a worktree shares the clone's ref (the common git dir)
     wt = tmp_path / "a-wt"
     git("worktree", "add", "-q", "--detach", str(wt), cwd=a.dir, env=a.env)
-    env = dict(a.env, PWD=str(wt))
-    p = subprocess.run([sys.executable, "-m", "ctxd", "sync", "status", "--json"], cwd=wt, env=env,
-                       capture_output=True, text=True, timeout=60)
+    p = ctxd("sync", "status", "--json", cwd=wt, env=a.env)
     assert p.returncode == 0, p.stderr
     assert git("rev-parse", "refs/ctxd/memory", cwd=a.dir, env=a.env)[:12] in p.stdout
 

@@ -2,8 +2,6 @@
 
 import json
 import os
-import subprocess
-import sys
 from datetime import datetime, timezone
 
 import pytest
@@ -14,6 +12,7 @@ from ctxd.handoff import archive_schema
 from ctxd.handoff import knowledge as kn
 from ctxd.handoff import teach
 from ctxd.memory.store import Store
+from ctxdtest import ctxd
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEED_V1 = os.path.join(REPO, "tests", "data", "handoff", "seed_v1.0.json")
@@ -312,11 +311,6 @@ def test_archive_key_points_seed_once(store):
 
 
 # -- the command line -------------------------------------------------------------------------
-
-def ctxd(*args, cwd, input=None):
-    return subprocess.run([sys.executable, "-m", "ctxd", *args], cwd=cwd, input=input,
-                          env=dict(os.environ, PWD=str(cwd)), capture_output=True, text=True, timeout=120)
-
 
 @pytest.fixture
 def project(tmp_path):

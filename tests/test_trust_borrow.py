@@ -8,7 +8,6 @@ takes out of the project, or that another user owns, is not used.
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -16,6 +15,7 @@ import pytest
 from ctxd import paths
 from ctxd.activation import planner, trust
 from ctxd.activation.fileio import atomic_write, sha256_hex
+from ctxdtest import ctxd
 
 GOOD = '[hooks]\non_enter = "touch ./entered"\n[path]\nprepend = ["bin"]\n[env]\nBORROW = "yes"\n'
 
@@ -96,7 +96,7 @@ def test_allow_trusts_a_linked_contextrc_in_its_own_root_only(tmp_path, isolated
     (tmp_path / "dotfiles/contextrc").write_text(GOOD)
     mine = project(tmp_path / "mine", "../dotfiles/contextrc")
     other = project(tmp_path / "other", "../dotfiles/contextrc")
-    r = subprocess.run(["ctxd", "allow", str(mine)], capture_output=True, text=True)
+    r = ctxd("allow", str(mine), script=True)
     assert r.returncode == 0, r.stderr
     assert r.stdout == (f"ctxd: allowed {mine}/.contextrc (a symlink to {tmp_path}/dotfiles/contextrc; "
                         f"trusted here only, with its content now)\n")
@@ -139,15 +139,14 @@ def test_show_does_not_say_allowed(tmp_path, isolated_paths):
     no_trusted_trees(isolated_paths)
     (tmp_path / "good").mkdir()
     (tmp_path / "good/.contextrc").write_text(GOOD)
-    assert subprocess.run(["ctxd", "allow", str(tmp_path / "good")], capture_output=True).returncode == 0
+    assert ctxd("allow", str(tmp_path / "good"), script=True).returncode == 0
     evil = project(tmp_path / "evil", "../good/.contextrc")
-    r = subprocess.run(["ctxd", "show"], cwd=evil, env=dict(os.environ, PWD=str(evil)),
-                       capture_output=True, text=True)
+    r = ctxd("show", cwd=evil, script=True)
     assert r.returncode == 0, r.stderr
     assert f"contextrc    {evil}/.contextrc  [untrusted]" in r.stdout
     assert "[allowed]" not in r.stdout and "hook         on_enter" not in r.stdout
     assert "root trusted no" in r.stdout
-    info = json.loads(subprocess.run(["ctxd", "show", "--json", str(evil)], capture_output=True, text=True).stdout)
+    info = json.loads(ctxd("show", "--json", str(evil), script=True).stdout)
     assert info["files"] == [{"path": f"{evil}/.contextrc", "status": "untrusted", "error": None}]
     assert not info["trusted"] and info["hooks"]["on_enter"] == []
 
@@ -256,8 +255,7 @@ def test_project_store_linked_out_of_the_project_is_refused(tmp_path, isolated_p
         f"ctxd: {proj}/.ctxd is a symlink out of the project (to {tmp_path}/elsewhere), so the conversation "
         f"store is not kept there (it stays in {fallback}); remove it, and ctxd creates its own"]
     # the real store, written by the real command, does not land in the link's target
-    r = subprocess.run(["ctxd", "chat", "add", "hello"], cwd=proj, env=dict(os.environ, PWD=str(proj)),
-                       capture_output=True, text=True)
+    r = ctxd("chat", "add", "hello", cwd=proj, script=True)
     assert r.returncode == 0, r.stderr
     assert os.listdir(tmp_path / "elsewhere") == []
     assert os.path.exists(os.path.join(fallback, "store.db"))
@@ -285,8 +283,7 @@ def test_project_store_owned_by_another_user_is_refused(tmp_path, isolated_paths
 # -- files ctxd chat install writes in the project ---------------------------------------------
 
 def _install(*args, cwd):
-    return subprocess.run(["ctxd", "chat", "install", *args], cwd=cwd, env=dict(os.environ, PWD=str(cwd)),
-                          capture_output=True, text=True)
+    return ctxd("chat", "install", *args, cwd=cwd, script=True)
 
 
 @pytest.mark.parametrize("uninstall", [False, True])
@@ -343,8 +340,7 @@ def test_chat_install_writes_through_a_link_inside_the_project(tmp_path):
 # -- [context] system_file ---------------------------------------------------------------------
 
 def _context(cwd):
-    return subprocess.run(["ctxd", "context", "--budget", "2000"], cwd=cwd, env=dict(os.environ, PWD=str(cwd)),
-                          capture_output=True, text=True)
+    return ctxd("context", "--budget", "2000", cwd=cwd, script=True)
 
 
 def test_system_file_linked_out_of_the_project_is_not_read(tmp_path):
@@ -357,8 +353,7 @@ def test_system_file_linked_out_of_the_project_is_not_read(tmp_path):
     secret.parent.mkdir()
     secret.write_text("PRIVATE-NOTES-FROM-ELSEWHERE\n")
     (proj / "docs" / "ai.md").symlink_to(secret)
-    subprocess.run(["ctxd", "chat", "add", "hello"], cwd=proj, env=dict(os.environ, PWD=str(proj)),
-                   check=True, capture_output=True)
+    ctxd("chat", "add", "hello", cwd=proj, script=True, check=0)
     r = _context(proj)
     assert r.returncode == 5, (r.stdout, r.stderr)
     assert "PRIVATE-NOTES" not in r.stdout + r.stderr

@@ -13,6 +13,7 @@ import tomllib
 
 from ctxd.activation import trust
 from ctxd.activation.fileio import sha256_hex
+from ctxdtest import ctxd
 from e2ekit import STATE_VARS, cd, comparable, ctxd_lines, output_lines, path_list, plain_dir, python_project, set_var
 from shellkit import base_env
 
@@ -507,9 +508,7 @@ def test_contextrc_appears_and_disappears_while_staying(shell, sessions, tmp_pat
 # -- 12. ctxd edit / ctxd init -----------------------------------------------------------
 
 def ctxd_cli(home, cwd, *args, **env):
-    e = base_env(home, dict(env, PWD=str(cwd)))
-    return subprocess.run(["ctxd", *args], cwd=str(cwd), env=e, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=60)
+    return ctxd(*args, cwd=cwd, env=base_env(home, env), stdin=subprocess.DEVNULL, script=True)
 
 
 def editor_writing(tmp_path, name, text):

@@ -12,12 +12,12 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 
 import pexpect
 import pytest
 
 from ctxd.shells import get_shell
+from ctxdtest import ctxd
 import e2ekit
 from e2ekit import ctxd_lines, output_lines, path_list, plain_dir, python_project
 from shellkit import (MORE_SETUP, MORE_SHELLS, PROMPT, ShellSession, base_env, more_literal,
@@ -147,8 +147,7 @@ def _hook_from_copy(shell, tmp_path):
     shutil.copytree(os.path.join(REPO, "ctxd"), copy / "ctxd", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(os.path.join(REPO, "shell"), copy / "shell")
     env = dict(os.environ, PYTHONPATH=str(copy), XDG_CACHE_HOME=str(tmp_path / "cache"))
-    text = subprocess.run([sys.executable, "-m", "ctxd", "hook", shell], env=env, cwd=str(tmp_path),
-                          capture_output=True, text=True, check=True).stdout
+    text = ctxd("hook", shell, env=env, cwd=tmp_path, check=0).stdout
     assert str(copy) in text
     hook = tmp_path / f"hook.{shell}"
     hook.write_text(text)
@@ -242,8 +241,7 @@ def _setup_shell(shell, home, env, cwd):
     os.makedirs(os.path.dirname(rc), exist_ok=True)
     with open(rc, "w") as f:
         f.write(RC_PRELUDE[shell])
-    r = subprocess.run([sys.executable, "-m", "ctxd", "setup", "--shell", shell, "--write"], env=env,
-                       capture_output=True, text=True)
+    r = ctxd("setup", "--shell", shell, "--write", env=env)
     assert r.returncode == 0 and r.stderr == "", r.stdout + r.stderr
     child = pexpect.spawn(require(shell), WITH_RC[shell], env=env, cwd=cwd, encoding="utf-8",
                           codec_errors="replace", timeout=30, dimensions=(50, 400))

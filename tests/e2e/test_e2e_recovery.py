@@ -5,9 +5,8 @@ working."""
 
 import os
 import shutil
-import subprocess
-import sys
 
+from ctxdtest import ctxd
 from e2ekit import (
     cd, comparable, ctxd_lines, enter_nested, leave_nested, node_project, output_lines, path_list,
     plain_dir, python_project, quote, set_path, set_var,
@@ -37,8 +36,7 @@ def _hook_from_copy(shell, tmp_path):
     shutil.copytree(os.path.join(REPO, "ctxd"), copy / "ctxd", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(os.path.join(REPO, "shell"), copy / "shell")
     env = dict(os.environ, PYTHONPATH=str(copy))
-    text = subprocess.run([sys.executable, "-m", "ctxd", "hook", shell], env=env, cwd=str(tmp_path),
-                          capture_output=True, text=True, check=True).stdout
+    text = ctxd("hook", shell, env=env, cwd=tmp_path, check=0).stdout
     assert repr(str(copy)) in text or str(copy) in text
     assert repr(REPO) not in text  # the checkout itself is not importable by the hook
     hook = tmp_path / f"hook.{shell}"

@@ -13,6 +13,7 @@ import sys
 import pexpect
 import pytest
 
+from ctxdtest import ctxd
 from e2ekit import python_project
 from shellkit import PROMPT, ShellSession, base_env, ctxd_bin_dir, require
 
@@ -53,7 +54,7 @@ def write_rc(home, shell, text=""):
 
 def ctxd_setup(home, shell):
     env = dict(base_env(home), PATH=os.pathsep.join([os.path.dirname(CTXD), "/usr/bin", "/bin"]))
-    r = subprocess.run([CTXD, "setup", "--shell", shell, "--write"], env=env, capture_output=True, text=True)
+    r = ctxd("setup", "--shell", shell, "--write", env=env, script=True)
     assert r.returncode == 0 and r.stderr == "", r.stdout + r.stderr
     return (home / RC[shell]).read_text()
 

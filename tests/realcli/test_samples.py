@@ -16,7 +16,7 @@ import json
 import os
 import subprocess
 
-from realkit import ctxd_exe
+import ctxdtest
 
 SAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "samples")
 ROLLOUT = os.path.join(SAMPLES, "codex-0.171-exec-then-resume.jsonl")
@@ -33,9 +33,7 @@ def project(tmp_path, name="proj"):
 
 
 def ctxd(root, *args, stdin=None):
-    r = subprocess.run([ctxd_exe(), *args], cwd=root, input=stdin, capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    return r
+    return ctxdtest.ctxd(*args, cwd=root, input=stdin, script=True, check=0)
 
 
 def log(root):
