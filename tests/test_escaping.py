@@ -15,10 +15,6 @@ One shell process per hypothesis example (several values per process).
 
 import os
 import re
-import shutil
-import subprocess
-import tempfile
-from contextlib import contextmanager
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -27,96 +23,12 @@ from hypothesis import strategies as st
 import shellkit
 from ctxd.errors import ValueRejected
 from ctxd.shells import get_shell
+from scriptkit import (
+    ENV_BIN, LOCALES, PATH_ENTRIES, PAYLOADS, SENTINEL, SETTINGS, TOUCH_BIN, VALUES, eval_like_hook, explain, holds,
+    if_cases, read, read_env, run_shell, scratch, write_code,
+)
 
 SHELLS = ("bash", "zsh", "fish")
-SENTINEL = "SENTINEL"
-
-SETTINGS = settings(
-    max_examples=70,
-    deadline=None,
-    # the autouse isolation fixture is function scoped; it only sets env vars
-    # that stay the same for every example
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-
-ENV_BIN = shutil.which("env") or "/usr/bin/env"
-CAT_BIN = shutil.which("cat") or "/bin/cat"
-TOUCH_BIN = shutil.which("touch") or "/usr/bin/touch"
-
-# --- strategies ---------------------------------------------------------------
-
-# Characters that mean something to at least one of the shells, plus a few that
-# are only awkward: C0/C1 controls, DEL, non-ASCII, fish's private-use range for
-# raw bytes (U+F600..) and its reserved non-characters (U+FDD0..).
-SPECIAL = list(
-    "'\"\\$`!(){}[];|&<>*?~#%^=:,@+-. \t\n\r\x01\x08\x1b\x1f\x7f\x80\x85\x9f"
-    "\u00a0\u00e9\u2028\u4e2d\ufeff\uf600\uf6ff\ufdd0\ufdd7\ufffe\U0001f600\U0010ffff"
-    "xn0"
-)
-
-# Would create SENTINEL in the current directory if a shell executed them.
-PAYLOADS = [
-    f"$(touch {SENTINEL})",
-    f"`touch {SENTINEL}`",
-    f"; touch {SENTINEL}",
-    f"'; touch {SENTINEL}; '",
-    f"'; touch {SENTINEL}; #",
-    f'"; touch {SENTINEL}; "',
-    f"\ntouch {SENTINEL}\n",
-    f"\rtouch {SENTINEL}\r",
-    f"\\\ntouch {SENTINEL}",
-    f"(touch {SENTINEL})",
-    f"'(touch {SENTINEL})'",
-    f"\\'; touch {SENTINEL}; \\'",
-    f"\\'(touch {SENTINEL})\\'",
-    f"'\\''; touch {SENTINEL}; '\\''",
-    f"\\x27; touch {SENTINEL}; \\x27",
-    f"$'\\x27'; touch {SENTINEL}",
-    f"${{ touch {SENTINEL}; }}",
-    f"${{X:-$(touch {SENTINEL})}}",
-    f"$((`touch {SENTINEL}`))",
-    f"\\$(touch {SENTINEL})",
-    f"| touch {SENTINEL}",
-    f"&& touch {SENTINEL}",
-    f"& touch {SENTINEL} &",
-    f"> {SENTINEL}",
-    f"'>{SENTINEL}'",
-    f"<(touch {SENTINEL})",
-    f"=(touch {SENTINEL})",
-    f"!(touch {SENTINEL})",
-    f"$(\ntouch {SENTINEL}\n)",
-    f"\\\\$(touch {SENTINEL})\\",
-]
-
-# Values some shell reads as an operator, a pattern, an expansion or an option.
-TRICKY = [
-    "", " ", "!", "(", ")", "!=", "=", "==", "-n", "-z", "-a", "-o", "-e", "-", "--",
-    "[[", "]]", "*", "?", "[a]", "~", "~root", "=ls", "a:=ls", "/usr/bin:=ls", "a:~",
-    "a=b", "%", "%1", "%s%d", "\\", "\\\\", "a\\", "'", '"', "$", "$$", "${X}", "$X",
-    "\\x41", "\\n", "\\u00e9", "-\n", "\n", "\r\n", "\t", "!!", "!$", "{a,b}", "#x",
-]
-
-_chars = st.characters(exclude_categories=("Cs",), exclude_characters="\0")
-any_text = st.text(_chars, max_size=40)
-special_text = st.text(st.sampled_from(SPECIAL), max_size=30)
-# undecodable bytes as os.environ / os.fsdecode hold them (lone \udc80..\udcff)
-raw_text = st.binary(max_size=24).map(lambda b: os.fsdecode(b.replace(b"\0", b"")))
-payload_text = st.builds(
-    lambda a, p, b: a + p + b,
-    st.text(st.sampled_from(SPECIAL), max_size=4),
-    st.sampled_from(PAYLOADS),
-    st.text(st.sampled_from(SPECIAL), max_size=4),
-)
-_atoms = st.one_of(any_text, special_text, raw_text, st.sampled_from(TRICKY), payload_text)
-VALUES = st.one_of(_atoms, st.lists(_atoms, min_size=2, max_size=4).map("".join))
-
-
-def _entry(s):
-    return s.replace(":", "").replace("\0", "")
-
-
-PATH_ENTRIES = st.lists(VALUES.map(_entry).filter(bool), min_size=1, max_size=6)
-LOCALES = st.sampled_from(["C.UTF-8", "C"])
 
 
 # --- running code in the real shell ---------------------------------------------
@@ -128,28 +40,6 @@ def sh(request):
     return request.param, shellkit.require(request.param)
 
 
-@contextmanager
-def scratch():
-    d = tempfile.mkdtemp(prefix="ctxd-esc-")
-    try:
-        yield d
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
-
-
-def write_code(d, filename, code):
-    # ctxd writes its output with surrogateescape (ctxd/fastpath/export_entry.py): do the same
-    with open(os.path.join(d, filename), "wb") as f:
-        f.write(code.encode("utf-8", "surrogateescape"))
-
-
-def eval_like_hook(shell, filename):
-    """The driver line that evaluates *filename* exactly as the hook does."""
-    if shell == "fish":
-        return f"set -l _ctxd_out (command {CAT_BIN} ./{filename}); printf '%s\\n' $_ctxd_out | source"
-    return f'_ctxd_out=$({CAT_BIN} ./{filename}); eval "$_ctxd_out"'
-
-
 def source_file(shell, filename):
     return f"source ./{filename}"
 
@@ -158,51 +48,6 @@ def dump_var(shell, name, out):
     if shell == "fish":
         return f"printf %s ${name} > {out}"
     return f'printf %s "${name}" > {out}'
-
-
-def run_shell(shell, path, d, lines, env=None, locale="C.UTF-8"):
-    """Run *lines* in a non-interactive shell with no user config, cwd *d*."""
-    if shell == "bash":
-        argv = [path, "--norc", "--noprofile", "-c"]
-        lines = ["set -euo pipefail"] + lines
-    elif shell == "zsh":
-        argv = [path, "-f", "-c"]
-        lines = ["set -eu"] + lines
-    else:
-        argv = [path, "--no-config", "-c"]
-    base = {
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "HOME": d,
-        "XDG_CONFIG_HOME": os.path.join(d, ".config"),
-        "XDG_DATA_HOME": os.path.join(d, ".local/share"),
-        "XDG_CACHE_HOME": os.path.join(d, ".cache"),
-        "LANG": locale,
-        "LC_ALL": locale,
-        "fish_greeting": "",
-    }
-    base.update(env or {})
-    return subprocess.run(argv + ["\n".join(lines)], cwd=d, env=base, capture_output=True, timeout=60)
-
-
-def read(d, name):
-    try:
-        with open(os.path.join(d, name), "rb") as f:
-            return f.read()
-    except FileNotFoundError:
-        return None
-
-
-def read_env(d, name="env.out"):
-    env = {}
-    for item in read(d, name).split(b"\0"):
-        if item:
-            k, _, v = item.partition(b"=")
-            env[k] = v
-    return env
-
-
-def explain(r):
-    return f"rc={r.returncode} stdout={r.stdout!r} stderr={r.stderr!r}"
 
 
 # --- set_var ------------------------------------------------------------------
@@ -350,28 +195,6 @@ def test_warn_prints_the_message_exactly_to_stderr(sh, messages, locale):
 # --- if_value (and the restore function that holds it) --------------------------
 
 
-@st.composite
-def if_cases(draw):
-    """(actual, expected): actual None = unset; expected None = "must be unset"."""
-    actual = draw(st.one_of(st.none(), st.just(""), VALUES))
-    kind = draw(st.sampled_from(["same", "same", "other", "none", "empty"]))
-    if kind == "same":
-        expected = actual
-    elif kind == "none":
-        expected = None
-    elif kind == "empty":
-        expected = ""
-    else:
-        expected = draw(VALUES)
-    return actual, expected
-
-
-def _holds(actual, expected):
-    if expected is None or actual is None:
-        return expected is None and actual is None
-    return os.fsencode(actual) == os.fsencode(expected)
-
-
 @SETTINGS
 @given(cases=st.lists(if_cases(), min_size=1, max_size=5), locale=LOCALES)
 @example(cases=[(None, None), ("", None), (None, ""), ("", ""), ("x", "x")], locale="C.UTF-8")
@@ -404,7 +227,7 @@ def test_if_value_runs_only_on_exact_match(sh, cases, locale):
         assert not os.path.exists(os.path.join(d, "STILL")), "drop_restore left the function"
         for i, (actual, expected) in enumerate(cases):
             ran = os.path.exists(os.path.join(d, f"HIT{i}"))
-            assert ran == _holds(actual, expected), (i, actual, expected)
+            assert ran == holds(actual, expected), (i, actual, expected)
 
 
 def test_empty_restore_function_is_valid(sh):

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 import shellkit
 from ctxd.errors import ValueRejected
 from ctxd.shells import get_shell
-from test_escaping import (
-    ENV_BIN, LOCALES, PATH_ENTRIES, PAYLOADS, SENTINEL, SETTINGS, TOUCH_BIN, VALUES, explain, if_cases, read,
-    read_env, scratch, write_code, _holds,
+from scriptkit import (
+    LOCALES, PATH_ENTRIES, PAYLOADS, SENTINEL, SETTINGS, TOUCH_BIN, VALUES, dump_env, eval_like_hook, explain, holds,
+    if_cases, read, read_env, run_shell, scratch, write_code,
 )
 
 SHELLS = shellkit.MORE_SHELLS
@@ -49,16 +49,7 @@ def sh(request):
     return request.param, shellkit.require(request.param)
 
 
-# -- driving each shell: evaluate a code file the way the hook does, dump a variable --
-
-def eval_like_hook(shell, filename):
-    return {
-        "tcsh": f"source ./{filename}",
-        "elvish": f"eval &ns=$ctxd-ns (slurp < ./{filename})",  # the hook's namespace: see shell/ctxd.elv
-        "xonsh": f"execx(open('./{filename}', encoding='utf-8', errors='surrogateescape').read(), 'exec', ctxd_ns)",
-        "nu": f"_ctxd_apply (open --raw ./{filename})",  # the hook's own applier (shell/ctxd.nu)
-    }[shell]
-
+# -- driving each shell: a variable into a file (scriptkit evaluates code as the hook does) --
 
 def dump_var(shell, name, out):
     return {
@@ -67,10 +58,6 @@ def dump_var(shell, name, out):
         "xonsh": f"open('{out}', 'wb').write(__xonsh__.env.detype()['{name}'].encode('utf-8', 'surrogateescape'))",
         "nu": f"$env.{name} | save -f --raw {out}",
     }[shell]
-
-
-def dump_env(shell, out="env.out"):
-    return f"^{ENV_BIN} -0 o> {out}" if shell == "nu" else f"{ENV_BIN} -0 > {out}"
 
 
 def touch(shell, name):
@@ -90,50 +77,6 @@ DEFINED = {
     "xonsh": f"if ctxd_ns.get('_ctxd_restore'): ![{TOUCH_BIN} STILL]",
     "nu": f"if $env._CTXD_NU.restore != null {{ ^{TOUCH_BIN} STILL }}",
 }
-
-
-# what the hook defines before it evaluates anything: elvish's eval namespace
-# with the hook's three helpers (the same names as in shell/ctxd.elv)
-PRELUDE = {
-    "elvish": ["var ctxd-restore = $nil", "var flags = [&]",
-               "var ctxd-ns = (ns [&ctxd-set-restore~={|f| set ctxd-restore = $f } "
-               "&ctxd-drop-restore~={ set ctxd-restore = $nil } "
-               "&ctxd-set-flag~={|n v| set flags = (assoc $flags $n $v) }])"],
-    "xonsh": ["ctxd_ns = {}"],  # the hook's own namespace for ctxd's code: see shell/ctxd.xsh
-}
-
-
-def run_shell(shell, path, d, lines, env=None, locale="C.UTF-8"):
-    import subprocess
-
-    lines = PRELUDE.get(shell, []) + lines
-    if shell == "nu":  # the real hook, for its JSON applier and restore (nu cannot evaluate a string)
-        from ctxd.activation.detectors import all_markers
-        from ctxd.shells.base import export_command
-
-        with open(os.path.join(d, "ctxd-hook.nu"), "w", encoding="utf-8") as f:
-            f.write(get_shell("nu").hook(all_markers(), export_command()))
-        lines = ["source ./ctxd-hook.nu"] + lines
-    script = os.path.join(d, "driver")
-    with open(script, "w", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
-    argv = {
-        "tcsh": [path, "-f", script],
-        "elvish": [path, "-norc", script],
-        "xonsh": [path, "--no-rc", script],
-        "nu": [path, "--no-config-file", "--no-std-lib", script],
-    }[shell]
-    base = {
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "HOME": d,
-        "XDG_CONFIG_HOME": os.path.join(d, ".config"),
-        "XDG_DATA_HOME": os.path.join(d, ".local/share"),
-        "XDG_CACHE_HOME": os.path.join(d, ".cache"),
-        "LANG": locale,
-        "LC_ALL": locale,
-    }
-    base.update(env or {})
-    return subprocess.run(argv, cwd=d, env=base, capture_output=True, timeout=120)
 
 
 # -- set_var -------------------------------------------------------------------
@@ -282,7 +225,7 @@ def test_if_value_runs_only_on_exact_match(sh, cases, locale):
         assert not os.path.exists(os.path.join(d, SENTINEL))
         assert not os.path.exists(os.path.join(d, "STILL")), "drop_restore left the restore code"
         for i, (actual, expected) in enumerate(cases):
-            assert os.path.exists(os.path.join(d, f"HIT{i}")) == _holds(actual, expected), (i, actual, expected)
+            assert os.path.exists(os.path.join(d, f"HIT{i}")) == holds(actual, expected), (i, actual, expected)
 
 
 # -- rejected values and names ------------------------------------------------------------

@@ -8,7 +8,7 @@ import pytest
 import shellkit
 from ctxd.shells import SUPPORTED, get_shell
 from ctxd.shells.base import template_path
-from test_escaping_more import dump_env, eval_like_hook, read, read_env, run_shell, scratch, write_code
+from scriptkit import dump_env, eval_like_hook, read, read_env, run_shell, scratch, write_code
 
 SHELLS = shellkit.MORE_SHELLS
 
