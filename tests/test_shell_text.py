@@ -1,7 +1,8 @@
 """Shells own their text: every line of shell syntax ctxd prints or looks for
 (the hook, the export code, the rc-file line, the rc-file scan, the fast-leave
 flag, the drop-state command, PROMPT_COMMAND's order) comes from a Shell in
-ctxd/shells/, and the hot path imports nothing heavy.
+ctxd/shells/, and the hot path imports nothing heavy. The Shell methods other commands call
+(`ctxd setup`, `ctxd doctor`) run in every real shell.
 """
 
 import ast
@@ -13,7 +14,9 @@ import pytest
 
 import shellkit
 from ctxd.shells import SUPPORTED, get_shell
+from ctxd.shells.base import template_path
 from ctxdtest import ctxd
+from scriptkit import dump_env, eval_like_hook, read, read_env, run_shell, scratch, write_code
 
 PKG = Path(__file__).resolve().parent.parent / "ctxd"
 HOT = [PKG / "activation" / "export.py", *sorted((PKG / "shells").glob("*.py"))]
@@ -143,7 +146,7 @@ def _run(shell, script, env):
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=30)
 
 
-@pytest.mark.parametrize("shell", shellkit.SHELLS)  # the others: tests/test_more_shells_text.py
+@pytest.mark.parametrize("shell", shellkit.SHELLS)  # the others: below
 def test_fast_leave_flag_is_a_plain_shell_variable(shell, tmp_path):
     """Set, readable by the hook, never exported (a child shell must not inherit it)."""
     sh = get_shell(shell)
@@ -155,7 +158,7 @@ def test_fast_leave_flag_is_a_plain_shell_variable(shell, tmp_path):
         assert r.stdout.split() == [f"v={want}", "0"], r.stdout + r.stderr
 
 
-@pytest.mark.parametrize("shell", shellkit.SHELLS)  # the others: tests/test_more_shells_text.py
+@pytest.mark.parametrize("shell", shellkit.SHELLS)  # the others: below
 def test_drop_state_command_runs_the_restore_function_then_drops_the_state(shell, tmp_path):
     sh = get_shell(shell)
     restore = sh.define_restore([sh.set_var("CT_BACK", "restored")])
@@ -181,3 +184,58 @@ def test_setup_writes_the_shells_block_once_and_sees_a_looser_line(tmp_path, mon
     rc.write_text('# eval "$(ctxd hook bash)"\n')
     r = ctxd("setup", "--shell", "bash", "--write", env=env, script=True)
     assert r.returncode == 0 and rc.read_text().endswith(get_shell("bash").rc_block())
+
+
+# -- tcsh, elvish, xonsh and nushell: the same methods, in a script run as each hook runs code -----
+
+# what the hook has defined before it runs anything (tcsh: its private dir and copy of the template)
+PRELUDE = {
+    "tcsh": lambda d: [f"set _ctxd_dir = {get_shell('tcsh').quote(d)}",
+                       f"set _ctxd_file = {get_shell('tcsh').quote(template_path('ctxd.tcsh'))}"],
+}
+SHOW_VAR = {  # the shell variable's value into a file ("" when unset)
+    "tcsh": lambda v, out: f"if ( $?{v} ) printf '%s' ${v}:q > {out}",
+    "elvish": lambda v, out: f"if (has-key $flags {v}) {{ print $flags[{v}] > {out} }}",  # the hook's own flag
+    "xonsh": lambda v, out: f"open('{out}', 'w').write(ctxd_ns.get('{v}', ''))",
+    "nu": lambda v, out: f"if '{v}' in $env._CTXD_NU.flags {{ $env._CTXD_NU.flags.{v} | save -f --raw {out} }}",
+}
+# elvish's, xonsh's and nu's drop-state command is the hook's own function: tests/e2e/test_e2e_more_shells.py
+DROP_IN_SCRIPT = [s for s in shellkit.MORE_SHELLS if s not in ("elvish", "xonsh", "nu")]
+
+
+def test_tcsh_elvish_xonsh_nu_are_registered():
+    assert set(shellkit.MORE_SHELLS) <= set(SUPPORTED)
+    for name in shellkit.MORE_SHELLS:
+        sh = get_shell(name)
+        assert sh.name == name and name in sh.install_line and sh.rc_file
+
+
+@pytest.mark.parametrize("shell", shellkit.MORE_SHELLS)
+def test_fast_leave_flag_is_a_plain_variable_in_tcsh_elvish_xonsh_nu(shell):
+    path = shellkit.require(shell)
+    sh = get_shell(shell)
+    for allowed, want in ((True, b"1"), (False, b"0")):
+        with scratch() as d:
+            write_code(d, "code", sh.join([sh.fast_leave(allowed)]))
+            lines = [eval_like_hook(shell, "code"), SHOW_VAR[shell](sh.fast_leave_var, "v.out"), dump_env(shell)]
+            r = run_shell(shell, path, d, lines)
+            assert r.returncode == 0 and not r.stderr, r
+            assert read(d, "v.out") == want
+            assert sh.fast_leave_var.encode() not in read_env(d)
+
+
+@pytest.mark.parametrize("shell", DROP_IN_SCRIPT)
+def test_drop_state_command_runs_the_restore_code_then_drops_the_state(shell):
+    path = shellkit.require(shell)
+    sh = get_shell(shell)
+    env = {"CTXD_STATE": "x", "CTXD_WATCH": "y"}
+    for with_restore in (True, False):
+        with scratch() as d:
+            code = [sh.define_restore([sh.set_var("CT_BACK", "restored")])] if with_restore else []
+            write_code(d, "code", sh.join(code + [sh.drop_state_command()]))
+            lines = PRELUDE.get(shell, lambda d: [])(d) + [eval_like_hook(shell, "code"), dump_env(shell)]
+            r = run_shell(shell, path, d, lines, env=env)
+            assert r.returncode == 0 and not r.stderr, r
+            got = read_env(d)
+            assert b"CTXD_STATE" not in got and b"CTXD_WATCH" not in got
+            assert got.get(b"CT_BACK") == (b"restored" if with_restore else None)
