@@ -4,17 +4,23 @@ A ShellSession starts the shell with no rc files, an isolated HOME and XDG
 dirs, a plain prompt, and ctxd's hook evaluated exactly as a user would.
 ``run(cmd)`` types a command line and returns what it printed;
 ``env()`` returns the shell's exported environment exactly (via env -0).
+``run_script`` runs a script in a non-interactive bash, zsh or fish instead,
+in ``clean_env()``.
 """
 
 import json
 import os
 import re
+import shlex
 import shutil
+import subprocess
 import sys
 import uuid
 
 import pexpect
 import pytest
+
+import ctxdtest
 
 SHELLS = ("bash", "zsh", "fish")
 # tcsh and elvish from Debian; xonsh (PyPI) and nushell (npm) into ~/.cache/ctxd-ci by .ci/run
@@ -263,6 +269,38 @@ def write_config(home, tree):
 
 def fish_literal(s):
     return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def literal(shell, s):
+    """A word meaning exactly *s* to bash, zsh or fish."""
+    return fish_literal(s) if shell == "fish" else shlex.quote(s)
+
+
+# -- bash, zsh and fish run on a script, not interactive --------------------------------------
+
+def clean_env(**extra):
+    """This process's environment without a user's shell setup or ctxd's state, in UTF-8, with
+    ctxd's console script first on PATH; *extra* on top."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("CTXD_", "BASH_FUNC_"))
+           and k not in ("PROMPT_COMMAND", "BASH_ENV", "ENV", "ZDOTDIR", "PWD", "OLDPWD")}
+    env.update(LANG="C.UTF-8", LC_ALL="C.UTF-8", fish_greeting="")
+    env["PATH"] = os.pathsep.join([os.path.dirname(ctxdtest.ctxd_script()), "/usr/local/bin", "/usr/bin", "/bin"])
+    env.update(extra)
+    return env
+
+
+def run_script(shell, script, cwd, options=(), env=None):
+    """Run *script* in a non-interactive *shell* without user config (*options*: bash's), in
+    *env* (default: clean_env())."""
+    path = require(shell)
+    if shell == "bash":
+        argv = [path, "--norc", "--noprofile", *options, "-c", script]
+    elif shell == "zsh":
+        argv = [path, "-f", "-c", script]
+    else:
+        argv = [path, "--no-config", "-c", script]
+    return subprocess.run(argv, cwd=cwd, env=env or clean_env(), capture_output=True, text=True, timeout=60)
 
 
 # -- tcsh, elvish, xonsh, nushell: started with no rc file and a plain prompt --

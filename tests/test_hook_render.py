@@ -13,23 +13,13 @@ import subprocess
 import pytest
 
 import ctxdtest
-import shellkit
 from ctxd.activation.detectors import all_markers, find_root
 from ctxd.shells import get_shell
 from ctxd.shells.base import export_command
+from shellkit import clean_env, literal as q, run_script as run
 
 SHELLS = ("bash", "zsh", "fish")
 HOWS = ("cli", "api")
-
-
-def clean_env(**extra):
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("CTXD_", "BASH_FUNC_"))
-           and k not in ("PROMPT_COMMAND", "BASH_ENV", "ENV", "ZDOTDIR", "PWD", "OLDPWD")}
-    env.update(LANG="C.UTF-8", LC_ALL="C.UTF-8", fish_greeting="")
-    env["PATH"] = os.pathsep.join([os.path.dirname(ctxdtest.ctxd_script()), "/usr/local/bin", "/usr/bin", "/bin"])
-    env.update(extra)
-    return env
 
 
 def ctxd(*args, cwd=None, env=None):
@@ -43,22 +33,6 @@ def render(shell, how):
         assert r.returncode == 0 and not r.stderr, r.stderr
         return r.stdout
     return get_shell(shell).hook(all_markers(), export_command())
-
-
-def q(shell, s):
-    return shellkit.fish_literal(s) if shell == "fish" else shlex.quote(s)
-
-
-def run(shell, script, cwd, options=(), env=None):
-    """Run *script* in a non-interactive shell without user config."""
-    path = shellkit.require(shell)
-    if shell == "bash":
-        argv = [path, "--norc", "--noprofile", *options, "-c", script]
-    elif shell == "zsh":
-        argv = [path, "-f", "-c", script]
-    else:
-        argv = [path, "--no-config", "-c", script]
-    return subprocess.run(argv, cwd=cwd, env=env or clean_env(), capture_output=True, text=True, timeout=60)
 
 
 def install(shell, hook_file, via="eval"):

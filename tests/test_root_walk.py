@@ -14,8 +14,10 @@ import random
 import pytest
 
 import shellkit
-from ctxd.activation.detectors import find_root
-from test_hook_render import clean_env, q, render, run
+from ctxd.activation.detectors import all_markers, find_root
+from ctxd.shells import get_shell
+from ctxd.shells.base import export_command
+from shellkit import clean_env, literal as q, run_script as run
 
 NAMES = ["a", "b", "we\nird", "sp ace", "a.b", "aXb", "st*r", "[x]", "c"]
 
@@ -84,7 +86,7 @@ def test_shell_walk_agrees_with_python(tmp_path, shell, old_fish):
     home, dirs = make_tree(tmp)
     plan = walk_plan(home, dirs)
     hook = tmp_path / f"hook.{shell}"
-    hook.write_text(render(shell, "api"))
+    hook.write_text(get_shell(shell).hook(all_markers(), export_command()))
     f = tmp_path / f"walk.{shell}"
     f.write_text(script(shell, str(hook), plan, old_fish))
     r = run(shell, f"source {q(shell, str(f))}", str(tmp_path), env=clean_env())
