@@ -2,7 +2,8 @@
 
 ``ctxd(...)`` runs the command line in a child process: every test that needs a whole ctxd
 process calls it (or binds its options once with functools.partial). ``write_config`` writes
-the isolated user's config.
+the isolated user's config; ``write_files``, ``allow_all``, ``plan_of`` and ``plan_sets`` make a
+project with .contextrc files, trust them and plan its environment.
 """
 
 import os
@@ -16,6 +17,37 @@ def write_config(home, text):
     d = home / ".config" / "ctxd"
     d.mkdir(parents=True, exist_ok=True)
     (d / "config.toml").write_text(text)
+
+
+def write_files(root, files):
+    """Write {relative path: text} under *root*, making the directories."""
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+
+
+def allow_all(root):
+    """Trust every .contextrc under *root* as it is now."""
+    from ctxd.activation import trust
+    from ctxd.activation.fileio import sha256_hex
+
+    for rc in root.rglob(".contextrc"):
+        trust.allow(str(rc), sha256_hex(rc.read_bytes()))
+
+
+def plan_of(root, env=None):
+    """The planner's Plan for *root* from a minimal environment (HOME=/h, PATH=/usr/bin), *env* on top."""
+    from ctxd.activation import planner
+
+    base = {"HOME": "/h", "PATH": "/usr/bin"}
+    base.update(env or {})
+    return planner.build(str(root), base, base)
+
+
+def plan_sets(plan):
+    """{name: (value, source)} of what *plan* sets."""
+    return {n: (v, s) for n, v, s, _ in plan.sets}
 
 
 def ctxd_script():

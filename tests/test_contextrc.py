@@ -4,10 +4,10 @@ import subprocess
 
 import pytest
 
-from ctxd.activation import contextrc, planner, trust
+from ctxd.activation import contextrc, trust
 from ctxd.activation.contextrc import RcError, expand, parse_bytes
 from ctxd.activation.fileio import sha256_hex
-from ctxdtest import ctxd
+from ctxdtest import allow_all, ctxd, plan_of, plan_sets, write_files
 
 FULL = b'''
 [ctxd]
@@ -121,49 +121,27 @@ def test_trusted_tree_requires_ownership_and_containment(tmp_path):
     assert not trust.under_trusted_tree("/etc", [str(tmp_path / "work")])
 
 
-def make(root, files):
-    for rel, text in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-
-
-def allow_all(root):
-    for rc in root.rglob(".contextrc"):
-        trust.allow(str(rc), sha256_hex(rc.read_bytes()))
-
-
-def build(root, env=None):
-    base = {"HOME": "/h", "PATH": "/usr/bin"}
-    base.update(env or {})
-    return planner.build(str(root), base, base)
-
-
-def sets(plan):
-    return {n: (v, s) for n, v, s, _ in plan.sets}
-
-
 def test_inheritance_nearest_wins_and_stop(tmp_path):
-    make(tmp_path, {".contextrc": '[env]\nA = "1"\nB = "1"\n[path]\nprepend = ["pbin"]\n',
-                    "child/.contextrc": '[env]\nB = "2"\nC = "${A}-${B}"\n[path]\nprepend = ["cbin"]\n',
-                    "child/pyproject.toml": ""})
+    write_files(tmp_path, {".contextrc": '[env]\nA = "1"\nB = "1"\n[path]\nprepend = ["pbin"]\n',
+                           "child/.contextrc": '[env]\nB = "2"\nC = "${A}-${B}"\n[path]\nprepend = ["cbin"]\n',
+                           "child/pyproject.toml": ""})
     allow_all(tmp_path)
-    plan = build(tmp_path / "child")
-    s = sets(plan)
+    plan = plan_of(tmp_path / "child")
+    s = plan_sets(plan)
     assert s["A"] == ("1", str(tmp_path / ".contextrc"))
     assert s["B"] == ("2", str(tmp_path / "child/.contextrc"))
     assert s["C"][0] == "1-2"
     assert [e for e, _ in plan.prepend] == [str(tmp_path / "child/cbin"), str(tmp_path / "pbin")]
     (tmp_path / "child/.contextrc").write_text('[ctxd]\ninherit = false\n[env]\nB = "2"\n')
     allow_all(tmp_path)
-    assert "A" not in sets(build(tmp_path / "child"))
+    assert "A" not in plan_sets(plan_of(tmp_path / "child"))
 
 
 def test_untrusted_layer_applies_nothing_and_says_so_once(tmp_path):
-    make(tmp_path, {".contextrc": '[env]\nA = "1"\n', "child/.contextrc": '[env]\nB = "2"\n'})
+    write_files(tmp_path, {".contextrc": '[env]\nA = "1"\n', "child/.contextrc": '[env]\nB = "2"\n'})
     trust.allow(str(tmp_path / ".contextrc"), sha256_hex((tmp_path / ".contextrc").read_bytes()))
-    plan = build(tmp_path / "child")
-    assert "B" not in sets(plan) and sets(plan)["A"][0] == "1"
+    plan = plan_of(tmp_path / "child")
+    assert "B" not in plan_sets(plan) and plan_sets(plan)["A"][0] == "1"
     assert [w for w in plan.warnings if "not trusted" in w] == [
         f"ctxd: {tmp_path}/child/.contextrc is not trusted, so nothing in it applies. "
         f"Review it, then run: ctxd allow {tmp_path}/child"]
@@ -171,11 +149,11 @@ def test_untrusted_layer_applies_nothing_and_says_so_once(tmp_path):
 
 
 def test_invalid_trusted_file_applies_nothing_at_all(tmp_path):
-    make(tmp_path, {".contextrc": '[env]\nA = "1"\n', "pyproject.toml": "", ".venv/bin/activate": ""})
+    write_files(tmp_path, {".contextrc": '[env]\nA = "1"\n', "pyproject.toml": "", ".venv/bin/activate": ""})
     allow_all(tmp_path)
     (tmp_path / ".contextrc").write_text('[env]\nA = [\n')
-    plan = build(tmp_path)
-    assert set(sets(plan)) == {"CTXD_ROOT", "CTXD_TYPES", "CTXD_CONTEXT_DIR", "CTXD_STATUS"}
+    plan = plan_of(tmp_path)
+    assert set(plan_sets(plan)) == {"CTXD_ROOT", "CTXD_TYPES", "CTXD_CONTEXT_DIR", "CTXD_STATUS"}
     assert plan.prepend == []
     assert any(w.startswith(f"ctxd: {tmp_path}/.contextrc:") for w in plan.warnings)
     assert plan.status.endswith("!error")
@@ -183,37 +161,37 @@ def test_invalid_trusted_file_applies_nothing_at_all(tmp_path):
 
 def test_untrusted_root_withholds_detected_environment(tmp_path, isolated_paths):
     (isolated_paths / ".config/ctxd/config.toml").write_text("")  # no trusted trees
-    make(tmp_path, {"pyproject.toml": "", ".venv/bin/activate": ""})
-    plan = build(tmp_path)
-    assert "VIRTUAL_ENV" not in sets(plan) and plan.prepend == []
+    write_files(tmp_path, {"pyproject.toml": "", ".venv/bin/activate": ""})
+    plan = plan_of(tmp_path)
+    assert "VIRTUAL_ENV" not in plan_sets(plan) and plan.prepend == []
     assert any("is not trusted, so its detected environment (python) is not applied" in w for w in plan.warnings)
     trust.allow(str(tmp_path))
-    assert sets(build(tmp_path))["VIRTUAL_ENV"][0] == str(tmp_path / ".venv")
+    assert plan_sets(plan_of(tmp_path))["VIRTUAL_ENV"][0] == str(tmp_path / ".venv")
     trust.deny(str(tmp_path))
-    assert "VIRTUAL_ENV" not in sets(build(tmp_path))
+    assert "VIRTUAL_ENV" not in plan_sets(plan_of(tmp_path))
     trust.revoke(str(tmp_path))
     trust.add_tree(str(tmp_path))
-    assert "VIRTUAL_ENV" in sets(build(tmp_path))
+    assert "VIRTUAL_ENV" in plan_sets(plan_of(tmp_path))
 
 
 def test_branch_sections_and_detect_toggle(tmp_path):
-    make(tmp_path, {".contextrc": '[detect]\nnode = false\n[env]\nP = "base"\n'
-                                  '[branch."feat/*".env]\nP = "feat"\n', "package.json": "{}"})
+    write_files(tmp_path, {".contextrc": '[detect]\nnode = false\n[env]\nP = "base"\n'
+                                         '[branch."feat/*".env]\nP = "feat"\n', "package.json": "{}"})
     allow_all(tmp_path)
     subprocess.run(["git", "init", "-q", "-b", "main", str(tmp_path)], check=True)
-    plan = build(tmp_path)
-    assert sets(plan)["P"][0] == "base" and plan.branch == "main"
+    plan = plan_of(tmp_path)
+    assert plan_sets(plan)["P"][0] == "base" and plan.branch == "main"
     assert plan.types == [] and plan.prepend == []
     assert str(tmp_path / ".git/HEAD") in plan.watch
     (tmp_path / ".git/HEAD").write_text("ref: refs/heads/feat/login\n")
-    plan = build(tmp_path)
-    assert sets(plan)["P"] == ("feat", f'{tmp_path}/.contextrc [branch."feat/*"]')
+    plan = plan_of(tmp_path)
+    assert plan_sets(plan)["P"] == ("feat", f'{tmp_path}/.contextrc [branch."feat/*"]')
 
 
 def test_context_store_project(tmp_path):
-    make(tmp_path, {".contextrc": '[context]\nstore = "project"\n'})
+    write_files(tmp_path, {".contextrc": '[context]\nstore = "project"\n'})
     allow_all(tmp_path)
-    assert sets(build(tmp_path))["CTXD_CONTEXT_DIR"][0] == str(tmp_path / ".ctxd")
+    assert plan_sets(plan_of(tmp_path))["CTXD_CONTEXT_DIR"][0] == str(tmp_path / ".ctxd")
 
 
 def test_parse_cache_is_keyed_by_content(tmp_path):
@@ -235,7 +213,7 @@ def test_enter_leave_commands_output_failure_and_timeout(tmp_path):
 
 
 def test_allow_refuses_invalid_file_and_init_writes_valid_allowed_template(tmp_path):
-    make(tmp_path, {"pyproject.toml": "", "package.json": "{}"})
+    write_files(tmp_path, {"pyproject.toml": "", "package.json": "{}"})
     p = ctxd("init", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     text = (tmp_path / ".contextrc").read_text()
@@ -252,7 +230,7 @@ def test_edit_validates_then_allows(tmp_path):
     editor = tmp_path / "ed.sh"
     editor.write_text('#!/bin/sh\nprintf \'[env]\\nE = "1"\\n\' > "$1"\n')
     editor.chmod(0o755)
-    make(tmp_path, {"Makefile": ""})
+    write_files(tmp_path, {"Makefile": ""})
     p = ctxd("edit", cwd=tmp_path, extra_env={"EDITOR": str(editor), "VISUAL": str(editor)}, input="")
     assert p.returncode == 0, p.stderr
     data = (tmp_path / ".contextrc").read_bytes()
@@ -264,7 +242,7 @@ def test_edit_validates_then_allows(tmp_path):
 
 
 def test_status_json(tmp_path):
-    make(tmp_path, {"Cargo.toml": ""})
+    write_files(tmp_path, {"Cargo.toml": ""})
     import json
 
     info = json.loads(ctxd("status", "--json", cwd=tmp_path).stdout)
