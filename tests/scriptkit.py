@@ -142,7 +142,7 @@ def scratch():
 
 
 def write_code(d, filename, code):
-    # ctxd writes its output with surrogateescape (ctxd/_entry.py): do the same
+    # ctxd writes its output with surrogateescape (ctxd/fastpath/export_entry.py): do the same
     with open(os.path.join(d, filename), "wb") as f:
         f.write(code.encode("utf-8", "surrogateescape"))
 

@@ -33,8 +33,8 @@ import sys
 # ctxd's modules on the way into a project with no .contextrc and no pin file, each after
 # the modules its top level imports (the order importlib finishes them in), then the shell's
 # own (ctxd.shells.<name> and the shell modules its class derives from).
-# tests/test_export_bundle.py checks that a first visit through the bundle imports no ctxd
-# module from disk, and tests/test_export_hot_path.py what the path may import at all.
+# tests/test_export_hot_path.py checks that a first visit through the bundle imports no ctxd
+# module from disk, and what the path may import at all.
 CORE = ("ctxd", "ctxd.fastpath", "ctxd.fastpath.export_entry", "ctxd.fastpath.posix_os", "ctxd.errors",
         "ctxd.shells", "ctxd.shells.base", "ctxd.activation", "ctxd.paths", "ctxd.activation.detectors",
         "ctxd.fastpath.minijson", "ctxd.activation.state", "ctxd.activation.envdiff", "ctxd.activation.export",
