@@ -46,3 +46,12 @@ def sessions(home):
     yield start
     for s in opened:
         s.close()
+
+
+@pytest.fixture
+def opened():
+    """A list of sessions a test opened itself; each is closed afterwards."""
+    shells = []
+    yield shells
+    for s in shells:
+        s.close()

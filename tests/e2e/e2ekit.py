@@ -1,4 +1,5 @@
-"""Helpers for the end-to-end scenarios: projects, shell syntax, run counting.
+"""Helpers for the end-to-end scenarios: projects, shell syntax, run counting, .contextrc
+files and git repositories, rc files and the real shells that read them (ctxd setup).
 
 Shell syntax that differs between bash/zsh and fish is kept here, so each
 scenario reads the same for all three shells.
@@ -8,8 +9,13 @@ import os
 import re
 import shlex
 import stat
+import subprocess
+import sys
 
-from shellkit import PROMPT
+import pexpect
+
+from ctxdtest import ctxd
+from shellkit import PROMPT, ShellSession, base_env, require
 
 # What a shell may change by itself between two dumps.
 IGNORED = frozenset({"PWD", "OLDPWD", "_", "SHLVL"})
@@ -184,3 +190,67 @@ def leave_nested(session):
     session.child.sendline("exit")
     session.child.expect_exact(PROMPT)
     session.run("true")
+
+
+# -- .contextrc files and git repositories ------------------------------------
+
+def write_contextrc(directory, text):
+    path = os.path.join(str(directory), ".contextrc")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return path
+
+
+def git(repo, *args):
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com",
+               GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull)
+    subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
+
+
+# -- rc files, and shells that read them (ctxd setup) ------------------------------------
+
+CTXD = os.path.join(os.path.dirname(sys.executable), "ctxd")
+
+# what each shell's rc file holds before ctxd's lines: a known prompt, as a user's rc sets one
+RC_PRELUDE = {
+    "bash": "case $- in *i*) ;; *) return;; esac\n"  # Debian's stock ~/.bashrc starts like this
+            f"PS1='{PROMPT}'; PS2=''; bind 'set enable-bracketed-paste off' 2>/dev/null\n",
+    "zsh": f"PS1='{PROMPT}'; PS2=''; unsetopt zle 2>/dev/null; unsetopt prompt_sp\n",
+    "fish": f"function fish_prompt; printf '{PROMPT}'; end; function fish_right_prompt; end\n"
+            "set -g fish_autosuggestion_enabled 0\n",
+}
+RC_FILE = {"bash": ".bashrc", "zsh": ".zshrc", "fish": ".config/fish/config.fish"}
+
+
+def write_rc(home, shell, text=""):
+    """*shell*'s rc file in *home*: a known prompt, then *text*."""
+    path = home / RC_FILE[shell]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(RC_PRELUDE[shell] + text)
+    return path
+
+
+def ctxd_setup(home, shell):
+    """`ctxd setup --write` for *shell* in *home*; the rc file it leaves."""
+    env = dict(base_env(home), PATH=os.pathsep.join([os.path.dirname(CTXD), "/usr/bin", "/bin"]))
+    r = ctxd("setup", "--shell", shell, "--write", env=env, script=True)
+    assert r.returncode == 0 and r.stderr == "", r.stdout + r.stderr
+    return (home / RC_FILE[shell]).read_text()
+
+
+def open_shell(shell, argv, home, env, cwd=None):
+    """A real interactive shell that reads its own startup files (ShellSession's
+    never do); .startup holds what it printed before the first prompt."""
+    s = ShellSession.__new__(ShellSession)
+    s.shell, s.home, s.timeout, s._n = shell, str(home), 20, 0
+    s.child = pexpect.spawn(require(shell), argv, env=env, cwd=str(cwd or home), encoding="utf-8",
+                            codec_errors="replace", timeout=20, dimensions=(50, 400))
+    s.child.expect_exact(PROMPT)
+    s.startup = s.child.before
+    return s
+
+
+def said(session, command):
+    """What *command* printed, without terminal mode sequences (fish's bracketed paste)."""
+    return re.sub(r"\x1b\[[?0-9;]*[A-Za-z]", "", session.run(command)).strip()

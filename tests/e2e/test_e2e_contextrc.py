@@ -14,17 +14,11 @@ import tomllib
 from ctxd.activation import trust
 from ctxd.activation.fileio import sha256_hex
 from ctxdtest import ctxd
-from e2ekit import STATE_VARS, cd, comparable, ctxd_lines, output_lines, path_list, plain_dir, python_project, set_var
+from e2ekit import STATE_VARS, cd, comparable, ctxd_lines, git, output_lines, path_list, plain_dir, python_project, \
+    set_var, write_contextrc
 from shellkit import base_env
 
 RC = ".contextrc"
-
-
-def write_rc(directory, text):
-    path = os.path.join(str(directory), RC)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
-    return path
 
 
 def touch_unrelated(directory):
@@ -60,7 +54,7 @@ def status_of(rc, home):
 
 def test_untrusted_then_allowed_then_edited(shell, sessions, tmp_path):
     proj = plain_dir(tmp_path / "proj")
-    rc = write_rc(proj, '[env]\nCT_FOO = "one"\n')
+    rc = write_contextrc(proj, '[env]\nCT_FOO = "one"\n')
     s = sessions(shell)
     cd(s, tmp_path)
     before = s.env_dump()
@@ -87,7 +81,7 @@ def test_untrusted_then_allowed_then_edited(shell, sessions, tmp_path):
     assert s.env_dump()["CT_FOO"] == "one"
     assert s.run("true") == ""
 
-    write_rc(proj, '[env]\nCT_FOO = "two"\n')
+    write_contextrc(proj, '[env]\nCT_FOO = "two"\n')
     lines = output_lines(s.run("true"))
     assert len(lines) == 1, lines
     assert "changed since you allowed it" in lines[0] and rc in lines[0] and f"ctxd allow {proj}" in lines[0]
@@ -108,7 +102,7 @@ def test_untrusted_then_allowed_then_edited(shell, sessions, tmp_path):
 
 def test_deny_survives_edits(shell, sessions, tmp_path):
     proj = plain_dir(tmp_path / "proj")
-    rc = write_rc(proj, '[env]\nCT_FOO = "one"\n')
+    rc = write_contextrc(proj, '[env]\nCT_FOO = "one"\n')
     s = sessions(shell)
     s.run(f"ctxd allow {proj}")
     assert cd(s, proj) == ""
@@ -116,7 +110,7 @@ def test_deny_survives_edits(shell, sessions, tmp_path):
 
     assert output_lines(s.run("ctxd deny")) == [f"ctxd: denied {rc}"]
     assert "CT_FOO" not in s.env_dump()
-    write_rc(proj, '[env]\nCT_FOO = "edited"\n')
+    write_contextrc(proj, '[env]\nCT_FOO = "edited"\n')
     assert s.run("true") == ""
     assert "CT_FOO" not in s.env_dump()
     assert s.run("true") == ""
@@ -134,13 +128,6 @@ def test_deny_survives_edits(shell, sessions, tmp_path):
 
 # -- 3. git branch ------------------------------------------------------------
 
-def git(repo, *args):
-    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com",
-               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com",
-               GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull)
-    subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
-
-
 def test_git_branch_switch_changes_variables(shell, sessions, tmp_path):
     repo = plain_dir(tmp_path / "repo")
     git(repo, "init", "-q", "-b", "main")
@@ -148,7 +135,7 @@ def test_git_branch_switch_changes_variables(shell, sessions, tmp_path):
         f.write("x\n")
     git(repo, "add", "README")
     git(repo, "commit", "-q", "-m", "init")
-    write_rc(repo, '[env]\nAWS_PROFILE = "default"\n\n[branch."feat/*".env]\nAWS_PROFILE = "dev"\n')
+    write_contextrc(repo, '[env]\nAWS_PROFILE = "default"\n\n[branch."feat/*".env]\nAWS_PROFILE = "dev"\n')
     sub = plain_dir(os.path.join(repo, "src"))
     s = sessions(shell)
     s.run(f"ctxd allow {repo}")
@@ -176,7 +163,7 @@ def test_values_round_trip_and_nothing_executes(shell, sessions, tmp_path, home)
     proj = plain_dir(tmp_path / "proj")
     sentinel = str(tmp_path / "pwned")
     # the TOML text, written independently of what it means (raw string: TOML escapes)
-    write_rc(proj, r'''[env]
+    write_contextrc(proj, r'''[env]
 CT_QUOTES = "it's \"double\" and 'single'"
 CT_SUBST = "$(touch SENTINEL-1) $(touch pwned-rel)"
 CT_BACKTICK = "`touch SENTINEL-2`"
@@ -227,7 +214,7 @@ CT_UNSETME = false
 def test_invalid_contextrc_leaves_environment_clean(shell, sessions, tmp_path):
     py = python_project(tmp_path / "py")
     sub = plain_dir(os.path.join(py, "sub"))
-    rc = write_rc(py, '[env]\nCT_FOO = "1"\n')
+    rc = write_contextrc(py, '[env]\nCT_FOO = "1"\n')
     venv_bin = os.path.join(py, ".venv", "bin")
     s = sessions(shell)
     cd(s, tmp_path)
@@ -238,7 +225,7 @@ def test_invalid_contextrc_leaves_environment_clean(shell, sessions, tmp_path):
     assert (env["CT_FOO"], env["VIRTUAL_ENV"]) == ("1", os.path.join(py, ".venv"))
 
     located = re.compile(r"^ctxd: " + re.escape(rc) + r":(\d+):(\d+): \S")
-    write_rc(py, '[env]\nCT_FOO = "1\nCT_BAR = "2"\n')  # unterminated string on line 2
+    write_contextrc(py, '[env]\nCT_FOO = "1\nCT_BAR = "2"\n')  # unterminated string on line 2
     lines = output_lines(s.run("true"))
     assert len(lines) == 1 and located.match(lines[0]), lines
     assert located.match(lines[0]).group(1) == "2"
@@ -262,7 +249,7 @@ def test_invalid_contextrc_leaves_environment_clean(shell, sessions, tmp_path):
     assert no_ctxd(s.env_dump()) == no_ctxd(before)
 
     # fixed: the file is new content, so it needs allowing; then everything applies
-    write_rc(py, '[env]\nCT_FOO = "fixed"\n')
+    write_contextrc(py, '[env]\nCT_FOO = "fixed"\n')
     lines = ctxd_lines(s.run("true"))
     assert len(lines) == 1 and "changed since you allowed it" in lines[0], lines
     assert "CT_FOO" not in s.env_dump()
@@ -272,7 +259,7 @@ def test_invalid_contextrc_leaves_environment_clean(shell, sessions, tmp_path):
     assert path_list(env)[0] == venv_bin
 
     # a wrong type: the same one-line format
-    write_rc(py, '[env]\nCT_FOO = [1]\n')
+    write_contextrc(py, '[env]\nCT_FOO = [1]\n')
     lines = output_lines(s.run("true"))
     assert len(lines) == 1, lines
     assert lines[0].startswith(f"ctxd: {rc}:2:10: ") and "CT_FOO" in lines[0], lines  # at the [
@@ -288,7 +275,7 @@ def test_invalid_contextrc_leaves_environment_clean(shell, sessions, tmp_path):
 
 def test_enter_and_leave_hooks(shell, sessions, tmp_path):
     proj = plain_dir(tmp_path / "proj")
-    write_rc(proj, '[env]\nCT_FOO = "project-foo"\n\n[hooks]\n'
+    write_contextrc(proj, '[env]\nCT_FOO = "project-foo"\n\n[hooks]\n'
                    'on_enter = "echo entered-$CTXD_ROOT-$CT_FOO"\non_leave = "echo leaving-$CT_FOO"\n')
     out = plain_dir(tmp_path / "out")
     s = sessions(shell)
@@ -316,7 +303,7 @@ def test_enter_and_leave_hooks(shell, sessions, tmp_path):
     assert cd(s, out) == "leaving-project-foo"
 
     other = plain_dir(tmp_path / "other")
-    write_rc(other, '[hooks]\non_enter = "echo entered-other-${CT_FOO:-none}"\n')
+    write_contextrc(other, '[hooks]\non_enter = "echo entered-other-${CT_FOO:-none}"\n')
     s.run(f"ctxd allow {other}")
     cd(s, proj)
     assert output_lines(cd(s, other)) == ["leaving-project-foo", "entered-other-outer"]
@@ -324,7 +311,7 @@ def test_enter_and_leave_hooks(shell, sessions, tmp_path):
 
 def test_allow_runs_on_enter_at_the_next_prompt(shell, sessions, tmp_path):
     proj = plain_dir(tmp_path / "proj")
-    write_rc(proj, '[hooks]\non_enter = "echo entered-$CTXD_ROOT"\n')
+    write_contextrc(proj, '[hooks]\non_enter = "echo entered-$CTXD_ROOT"\n')
     s = sessions(shell)
     assert "entered" not in cd(s, proj)
     out = s.run("ctxd allow")
@@ -334,9 +321,10 @@ def test_allow_runs_on_enter_at_the_next_prompt(shell, sessions, tmp_path):
 
 def test_hook_timeout_and_failure_do_not_block(shell, sessions, tmp_path):
     slow = plain_dir(tmp_path / "slow")
-    write_rc(slow, '[env]\nCT_SLOW = "applied"\n\n[hooks]\ntimeout = 1\non_enter = "echo before-sleep; sleep 30"\n')
+    write_contextrc(slow, '[env]\nCT_SLOW = "applied"\n\n[hooks]\ntimeout = 1\n'
+                          'on_enter = "echo before-sleep; sleep 30"\n')
     bad = plain_dir(tmp_path / "bad")
-    write_rc(bad, '[env]\nCT_BAD = "applied"\n\n[hooks]\non_enter = "echo oops; exit 3"\n')
+    write_contextrc(bad, '[env]\nCT_BAD = "applied"\n\n[hooks]\non_enter = "echo oops; exit 3"\n')
     s = sessions(shell)
     s.run(f"ctxd allow {slow} && ctxd allow {bad}" if shell != "fish" else f"ctxd allow {slow}; and ctxd allow {bad}")
 
@@ -364,9 +352,9 @@ def show_json(s):
 
 def test_inheritance_nearest_wins(shell, sessions, tmp_path):
     parent = plain_dir(tmp_path / "parent")
-    parent_rc = write_rc(parent, '[env]\nCT_A = "1"\nCT_B = "1"\n')
+    parent_rc = write_contextrc(parent, '[env]\nCT_A = "1"\nCT_B = "1"\n')
     child = plain_dir(os.path.join(parent, "child"))
-    child_rc = write_rc(child, '[env]\nCT_B = "2"\n')
+    child_rc = write_contextrc(child, '[env]\nCT_B = "2"\n')
     s = sessions(shell)
     lines = ctxd_lines(cd(s, child))
     assert len(lines) == 2 and all("not trusted" in l for l in lines), lines
@@ -382,7 +370,7 @@ def test_inheritance_nearest_wins(shell, sessions, tmp_path):
     env = s.env_dump()
     assert (env.get("CT_A"), env.get("CT_B")) == ("1", "1")
 
-    write_rc(child, '[ctxd]\ninherit = false\n\n[env]\nCT_B = "2"\n')
+    write_contextrc(child, '[ctxd]\ninherit = false\n\n[env]\nCT_B = "2"\n')
     lines = ctxd_lines(cd(s, child))
     assert len(lines) == 1 and "changed since you allowed it" in lines[0] and child_rc in lines[0], lines
     assert output_lines(s.run("ctxd allow")) == [f"ctxd: allowed {child_rc}"]
@@ -397,7 +385,7 @@ def test_inheritance_nearest_wins(shell, sessions, tmp_path):
 
 def test_trust_from_another_terminal(shell, sessions, tmp_path):
     proj = plain_dir(tmp_path / "proj")
-    write_rc(proj, '[env]\nCT_FOO = "one"\n')
+    write_contextrc(proj, '[env]\nCT_FOO = "one"\n')
     s1 = sessions(shell)
     s2 = sessions(shell)
     cd(s1, proj)
@@ -474,7 +462,7 @@ def test_status_line_and_variable(shell, sessions, tmp_path):
     assert s.run("ctxd status") == "api (python,node)"
     assert s.env_dump()["CTXD_STATUS"] == "api (python,node)"
 
-    write_rc(py, '[env]\nCT_FOO = "x"\n')
+    write_contextrc(py, '[env]\nCT_FOO = "x"\n')
     assert len(ctxd_lines(s.run("true"))) == 1
     assert s.run("ctxd status") == "api (python,node) !blocked"
     assert s.env_dump()["CTXD_STATUS"] == "api (python,node) !blocked"
@@ -492,7 +480,7 @@ def test_contextrc_appears_and_disappears_while_staying(shell, sessions, tmp_pat
     for d in (plain, py):
         cd(s, d)
         before = s.env_dump()
-        rc = write_rc(d, '[env]\nCT_FOO = "here"\n')
+        rc = write_contextrc(d, '[env]\nCT_FOO = "here"\n')
         lines = ctxd_lines(s.run("true"))
         assert len(lines) == 1 and "not trusted" in lines[0], (d, lines)
         assert output_lines(s.run("ctxd allow")) == [f"ctxd: allowed {rc}"]

@@ -13,9 +13,8 @@ import os
 
 import pytest
 
-from e2ekit import cd, comparable, make_wrapper, output_lines, path_list, plain_dir, python_project, quote, runs, \
-    set_var, wrap_command
-from test_e2e_contextrc import git, write_rc
+from e2ekit import cd, comparable, git, make_wrapper, output_lines, path_list, plain_dir, python_project, quote, \
+    runs, set_var, wrap_command, write_contextrc
 
 
 def session(sessions, shell, tmp_path):
@@ -113,7 +112,7 @@ def test_edits_trust_and_branch_since_make_ctxd_run(shell, sessions, tmp_path):
         f.write("x\n")
     git(repo, "add", "README")
     git(repo, "commit", "-q", "-m", "init")
-    write_rc(repo, '[env]\nCT_FOO = "one"\n\n[branch."feat/*".env]\nCT_FOO = "feat"\n')
+    write_contextrc(repo, '[env]\nCT_FOO = "one"\n\n[branch."feat/*".env]\nCT_FOO = "feat"\n')
     s, log = session(sessions, shell, tmp_path)
     s.run(f"ctxd allow {repo}")
     cd(s, repo)
@@ -125,7 +124,7 @@ def test_edits_trust_and_branch_since_make_ctxd_run(shell, sessions, tmp_path):
 
     # edited while away: ctxd runs and says it changed since it was allowed
     cd(s, a)
-    write_rc(repo, '[env]\nCT_FOO = "two"\n\n[branch."feat/*".env]\nCT_FOO = "feat"\n')
+    write_contextrc(repo, '[env]\nCT_FOO = "two"\n\n[branch."feat/*".env]\nCT_FOO = "feat"\n')
     lines = output_lines(cd(s, repo))
     assert runs(log) == n + 1
     assert any("changed since you allowed it" in line for line in lines), lines
@@ -154,7 +153,7 @@ def test_edits_trust_and_branch_since_make_ctxd_run(shell, sessions, tmp_path):
 def test_a_variable_the_contextrc_expands_is_part_of_the_test(shell, sessions, tmp_path):
     a = plain_dir(tmp_path / "a")
     proj = plain_dir(tmp_path / "proj")
-    write_rc(proj, '[env]\nCT_URL = "https://${CT_HOST:-localhost}/x"\n')
+    write_contextrc(proj, '[env]\nCT_URL = "https://${CT_HOST:-localhost}/x"\n')
     s, log = session(sessions, shell, tmp_path)
     s.run(f"ctxd allow {proj}")
     cd(s, proj)
@@ -172,7 +171,7 @@ def test_a_variable_the_contextrc_expands_is_part_of_the_test(shell, sessions, t
 def test_on_enter_commands_always_run(shell, sessions, tmp_path):
     a = plain_dir(tmp_path / "a")
     proj = plain_dir(tmp_path / "proj")
-    write_rc(proj, '[env]\nCT_FOO = "one"\n\n[hooks]\non_enter = ["echo entered-proj"]\n')
+    write_contextrc(proj, '[env]\nCT_FOO = "one"\n\n[hooks]\non_enter = ["echo entered-proj"]\n')
     s, log = session(sessions, shell, tmp_path)
     s.run(f"ctxd allow {proj}")
     for i in range(2):

@@ -5,29 +5,13 @@ shell that inherits a project's environment where ctxd cannot run drops it.
 """
 
 import os
-import re
 import shutil
 import subprocess
-import sys
 
-import pexpect
 import pytest
 
-from ctxdtest import ctxd
-from e2ekit import python_project
-from shellkit import PROMPT, ShellSession, base_env, ctxd_bin_dir, require
-
-CTXD = os.path.join(os.path.dirname(sys.executable), "ctxd")
-
-# what each shell's rc file holds before ctxd's lines: a known prompt, as a user's rc sets one
-PRELUDE = {
-    "bash": "case $- in *i*) ;; *) return;; esac\n"  # Debian's stock ~/.bashrc starts like this
-            f"PS1='{PROMPT}'; PS2=''; bind 'set enable-bracketed-paste off' 2>/dev/null\n",
-    "zsh": f"PS1='{PROMPT}'; PS2=''; unsetopt zle 2>/dev/null; unsetopt prompt_sp\n",
-    "fish": f"function fish_prompt; printf '{PROMPT}'; end; function fish_right_prompt; end\n"
-            "set -g fish_autosuggestion_enabled 0\n",
-}
-RC = {"bash": ".bashrc", "zsh": ".zshrc", "fish": ".config/fish/config.fish"}
+from e2ekit import CTXD, ctxd_setup, open_shell, python_project, said, write_rc
+from shellkit import base_env, ctxd_bin_dir, require
 
 # Debian's stock ~/.profile, in the order that matters: .bashrc first, ~/.local/bin after
 STOCK_PROFILE = """\
@@ -45,51 +29,12 @@ fi
 """
 
 
-def write_rc(home, shell, text=""):
-    path = home / RC[shell]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(PRELUDE[shell] + text)
-    return path
-
-
-def ctxd_setup(home, shell):
-    env = dict(base_env(home), PATH=os.pathsep.join([os.path.dirname(CTXD), "/usr/bin", "/bin"]))
-    r = ctxd("setup", "--shell", shell, "--write", env=env, script=True)
-    assert r.returncode == 0 and r.stderr == "", r.stdout + r.stderr
-    return (home / RC[shell]).read_text()
-
-
 def without_ctxd(path):
     """PATH with every directory that holds a ctxd taken out."""
     gone = {ctxd_bin_dir(), os.path.dirname(CTXD)}
     kept = [d for d in path.split(":") if d not in gone and not os.path.exists(os.path.join(d, "ctxd"))]
     assert shutil.which("ctxd", path=":".join(kept)) is None
     return ":".join(kept)
-
-
-def open_shell(shell, argv, home, env, cwd=None):
-    """A real interactive shell that reads its own startup files (ShellSession's
-    never do); .startup holds what it printed before the first prompt."""
-    s = ShellSession.__new__(ShellSession)
-    s.shell, s.home, s.timeout, s._n = shell, str(home), 20, 0
-    s.child = pexpect.spawn(require(shell), argv, env=env, cwd=str(cwd or home), encoding="utf-8",
-                            codec_errors="replace", timeout=20, dimensions=(50, 400))
-    s.child.expect_exact(PROMPT)
-    s.startup = s.child.before
-    return s
-
-
-def said(session, command):
-    """What *command* printed, without terminal mode sequences (fish's bracketed paste)."""
-    return re.sub(r"\x1b\[[?0-9;]*[A-Za-z]", "", session.run(command)).strip()
-
-
-@pytest.fixture
-def opened():
-    shells = []
-    yield shells
-    for s in shells:
-        s.close()
 
 
 def test_fish_lines_load_the_hook_only_in_interactive_fish(home, tmp_path, opened):

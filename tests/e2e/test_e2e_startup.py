@@ -16,20 +16,11 @@ import sys
 
 import pytest
 
-from e2ekit import python_project
+from e2ekit import CTXD, ctxd_setup, open_shell, python_project, said, write_rc
 from shellkit import base_env, require
-from test_e2e_setup_lines import CTXD, ctxd_setup, open_shell, said, write_rc
 
 from ctxd.fastpath.startup_copy import cache_file, hook_text
 from ctxd.shells import get_shell
-
-
-@pytest.fixture
-def opened():
-    shells = []
-    yield shells
-    for s in shells:
-        s.close()
 
 
 def logging_ctxd(tmp_path):
