@@ -199,7 +199,7 @@ SHOW_VAR = {  # the shell variable's value into a file ("" when unset)
     "xonsh": lambda v, out: f"open('{out}', 'w').write(ctxd_ns.get('{v}', ''))",
     "nu": lambda v, out: f"if '{v}' in $env._CTXD_NU.flags {{ $env._CTXD_NU.flags.{v} | save -f --raw {out} }}",
 }
-# elvish's, xonsh's and nu's drop-state command is the hook's own function: tests/e2e/test_e2e_more_shells.py
+# elvish's, xonsh's and nu's drop-state command is the hook's own function: tests/e2e/test_e2e_tcsh_elvish_xonsh_nu.py
 DROP_IN_SCRIPT = [s for s in shellkit.MORE_SHELLS if s not in ("elvish", "xonsh", "nu")]
 
 
