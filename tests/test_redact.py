@@ -114,6 +114,33 @@ def test_each_kind_is_redacted(text, counts, gone, kept):
     assert Redactor()(out) == (out, {})  # redacting twice is redacting once
 
 
+@pytest.mark.parametrize("text,kind,secret", [  # (split like the samples below: see the module doc)
+    ("key sk-" + "abcdefghijklmnopqrstuvwx1234", "openai-key", "sk-" + "abcdefghijklmnopqrstuvwx1234"),
+    ("key sk-proj-" + "Ab12Cd34Ef56Gh78Ij90Kl12", "openai-key", "sk-proj-" + "Ab12Cd34Ef56Gh78Ij90Kl12"),
+    ("anthropic sk-ant-" + "api03-abcdefghijklmnopqrstuv", "anthropic-key", "sk-ant-" + "api03-abcdefghijklmnopqrstuv"),
+    ("gh ghp_" + "a" * 36, "github-token", "ghp_" + "a" * 36),
+    ("pat github_pat_" + "11ABCDEFG0123456789_abcdefghij", "github-token", "github_pat_" + "11ABCDEFG0123456789_abcdefghij"),
+    ("aws AK" + "IAIOSFODNN7EXAMPLE here", "aws-access-key", "AK" + "IAIOSFODNN7EXAMPLE"),
+    ("slack xo" + "xb-1234567890-abcdefghij", "slack-token", "xo" + "xb-1234567890-abcdefghij"),
+    ("g AI" + "zaSyA1234567890abcdefghijklmnopqrstuv", "google-api-key", "AI" + "zaSyA1234567890abcdefghijklmnopqrstuv"),
+    ("Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.e30.abc", "bearer", "eyJhbGciOiJIUzI1NiJ9.e30.abc"),
+    ("-----BEGIN " + "OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n-----END " + "OPENSSH PRIVATE KEY-----",
+     "private-key", "b3BlbnNzaC1rZXk"),
+    ("db postgres://admin:s3cr3t@db.local:5432/x", "password", "s3cr3t"),
+])
+def test_redaction_table(text, kind, secret):
+    out, counts = Redactor()(text)
+    assert secret not in out and f"[REDACTED:{kind}]" in out and counts == {kind: 1}
+
+
+def test_redaction_leaves_ordinary_text_and_is_configurable():
+    plain = "budget at most 25,000 USD; see https://example.com/a:b and sk-short, AKIA lower"
+    assert Redactor()(plain) == (plain, {})
+    r = from_config({"redact": {"disable": ["password"], "patterns": [{"name": "itk", "regex": "itk_[0-9a-f]{8}"}]}})
+    out, counts = r("u https://a:b@h itk_deadbeef")
+    assert out == "u https://a:b@h [REDACTED:itk]" and counts == {"itk": 1}
+
+
 # -- one realistic (fake) sample of every common kind: the raw value never survives ---------------
 # Each is shaped like the real thing (prefix, length, alphabet); gitleaks' rules (ctxd.memory.gitleaks)
 # and ctxd's own (ctxd.memory.redact.BUILTIN) share the work.
