@@ -243,7 +243,7 @@ def test_bash_tab_completes_files_and_directories(tree):
         child = _spawn("bash", home)
         try:
             child.send(line + "\t")
-            _read_until(child, lambda t: want in t, f"{line}<TAB> -> {want}")
+            _read_until(child, lambda t, want=want: want in t, f"{line}<TAB> -> {want}")
         finally:
             child.close(force=True)
 

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from ctxd.errors import ExitCode
-from ctxd.memory.redact import Redactor, from_config
+from ctxd.memory.redact import Redactor
 from ctxd.memory.store import Store, recover
 from ctxd.memory.store_errors import StoreCorrupt, StoreError
 from ctxd.memory.store_schema import SCHEMA_VERSION
