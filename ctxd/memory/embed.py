@@ -8,18 +8,22 @@ OpenMP thread. Messages are embedded off the hot path (``backfill``: the detache
 resumes where it stopped; a query embeds only the question (``search``).
 
 A message's vector is its own passage vector plus CONTEXT times that of the turn before it
-in its session ("yes, every weekend" is about what was asked), renormalised. Each vector is kept as int8 (``scale`` brings it back to unit length) with the sign bits of
-the mean-centred vector; a query ranks every message by Hamming distance on those bits
-(an int XOR and ``bit_count`` a row) and the best ``RERANK`` by the int8 dot product.
-Without the extra, with a missing or unreadable model, or a busy or corrupt store, there
-is no semantic side (one log line says why) and recall is lexical. Standard library only.
+in its session ("yes, every weekend" is about what was asked), renormalised. Each vector is
+kept as int8 (``scale`` brings it back to unit length) with the sign bits of the mean-centred
+vector; a query reads every message's sign bits as one blob (from their own index), counts
+their Hamming distances to its own a byte column at a time (``hamming``: no Python loop over
+the rows) and scores the nearest ``RERANK`` by the int8 dot product. Without the extra, with
+a missing or unreadable model, or a busy or corrupt store, there is no semantic side (one log
+line says why) and recall is lexical. Standard library only.
 """
 
 import array
 import heapq
+import itertools
 import json
 import os
 import sqlite3
+import sys
 
 from ctxd.errors import CtxdError, ExitCode
 
@@ -251,13 +255,14 @@ def catch_up(store):
 
 
 def _backfill(store, m, limit, on_batch):
-    done = 0
+    done, after = 0, 0  # after: the last id read, so a batch does not scan what the batches before read
     mean = _mean(store, [])
     while limit is None or done < limit:
         size = MEAN_FROM if mean is None else BATCH
-        rows = store.embed_todo(MODEL, size if limit is None else min(size, limit - done))
+        rows = store.embed_todo(MODEL, size if limit is None else min(size, limit - done), after)
         if not rows:
             break
+        after = rows[-1][0]
         wanted = [r for r in rows if r[1] in KINDS and r[2].strip()]
         before = store.embed_before([r[0] for r in wanted], KINDS) if wanted else {}
         texts = {r[0]: r[2] for r in wanted}
@@ -294,6 +299,57 @@ def _in_context(vec, prev):
 
 # -- the question ----------------------------------------------------------------------------
 
+def nearest_bits(store, qbits, n):
+    """The ids of the *n* vectors whose sign bits are nearest *qbits* (Hamming distance, then
+    id), nearest first. All sign bits come in one blob; the distances of all rows are summed a
+    byte column at a time (``hamming``); the ids are looked up for the rows within the n-th
+    distance only (rows with the same bits have the same distance: all of them come along)."""
+    blob = store.embed_bits(MODEL, len(qbits))
+    if not blob:
+        return []
+    dist = hamming(blob, qbits)
+    cut = heapq.nsmallest(n, dist)[-1]
+    w = len(qbits)
+    close = {blob[p * w:(p + 1) * w]: dist[p]
+             for p in itertools.compress(range(len(dist)), map(cut.__ge__, dist))}  # {bits: distance}
+    rows = store.embed_with_bits(MODEL, close)
+    return [i for _d, i in heapq.nsmallest(n, ((close[b], i) for i, b in rows))]
+
+
+def hamming(blob, qbits):
+    """array('H') of the Hamming distance of *qbits* to each len(qbits)-byte row of *blob*.
+    A byte column at a time: its bytes' popcounts of the XOR with the query's byte (a
+    translate table) are added as one big int, 8 bits a row (24 columns sum to at most
+    192: no carry), and the two halves' sums widened to 16 bits and added."""
+    w, n = len(qbits), len(blob) // len(qbits)
+    half = w // 2
+    assert 8 * (w - half) < 256, "byte lanes would carry"
+    total = 0
+    for cols in (range(half), range(half, w)):
+        acc = 0
+        for j in cols:
+            acc += int.from_bytes(blob[j::w].translate(_XOR_POPCOUNT[qbits[j]]), "little")
+        wide = bytearray(2 * n)
+        wide[0::2] = acc.to_bytes(n, "little")
+        total += int.from_bytes(wide, "little")
+    out = array.array("H")
+    out.frombytes(total.to_bytes(2 * n, "little"))
+    if sys.byteorder == "big":
+        out.byteswap()
+    return out
+
+
+class _XorPopcount(dict):
+    """{byte q: 256-byte table of popcount(v ^ q)}, made when first asked for."""
+
+    def __missing__(self, q):
+        table = self[q] = bytes((v ^ q).bit_count() for v in range(256))
+        return table
+
+
+_XOR_POPCOUNT = _XorPopcount()
+
+
 def search(store, query, pool=100):
     """[(message id, cosine)] best first for *query*; [] when no message has a vector.
     Raises Unavailable without the model, sqlite3.Error on a busy or corrupt store."""
@@ -303,12 +359,9 @@ def search(store, query, pool=100):
     if mean is None:
         return []
     q = model().query(query)
-    qbits = sign_bits(q, mean)
-    rows = store.embed_bits(MODEL)
-    near = heapq.nsmallest(RERANK, (((qbits ^ int.from_bytes(b, "little")).bit_count(), i) for i, b in rows))
-    if not near:
+    ids = nearest_bits(store, sign_bits(q, mean).to_bytes(DIM // 8, "little"), RERANK)
+    if not ids:
         return []
-    ids = [i for _d, i in near]
     qq, qscale = quantise(q)
     qa = array.array("b", qq)
     scored = []

@@ -26,11 +26,11 @@ class EmbedTables:
                                "(SELECT 1 FROM messages m WHERE m.id = e.id)", (model,)).fetchone()[0]
         return done, total
 
-    def embed_todo(self, model: str, n: int) -> "list[Row]":
-        """[(id, kind, content)] of the oldest *n* messages without a row of *model*."""
-        return self.db.execute("SELECT m.id, m.kind, m.content FROM messages m WHERE NOT EXISTS "
+    def embed_todo(self, model: str, n: int, after: int = 0) -> "list[Row]":
+        """[(id, kind, content)] of the oldest *n* messages past id *after* without a row of *model*."""
+        return self.db.execute("SELECT m.id, m.kind, m.content FROM messages m WHERE m.id > ? AND NOT EXISTS "
                                "(SELECT 1 FROM embeddings e WHERE e.id = m.id AND e.model = ?) ORDER BY m.id LIMIT ?",
-                               (model, n)).fetchall()
+                               (after, model, n)).fetchall()
 
     def embed_before(self, ids: "Iterable[int]", kinds: "Iterable[str]") -> dict[int, tuple[int, str]]:
         """{id: (id, content)} of the turn before each of *ids* in its session, among *kinds*."""
@@ -58,9 +58,23 @@ class EmbedTables:
         return self.db.execute("SELECT 1 FROM embeddings WHERE model = ? AND vec IS NOT NULL LIMIT 1",
                                (model,)).fetchone() is not None
 
-    def embed_bits(self, model: str) -> "Iterator[Row]":
-        """An iterator of (id, sign bits) of every vector of *model*."""
-        return self.db.execute("SELECT id, bits FROM embeddings WHERE model = ? AND bits IS NOT NULL", (model,))
+    def embed_bits(self, model: str, size: int) -> bytes:
+        """The *size*-byte sign bits of every vector of *model*, concatenated in one blob (in no
+        particular order; b"" when there are none): read from their index in one step, not a row
+        at a time (100,000 rows: ~15 ms, ~100 ms as rows)."""
+        blob = self.db.execute("SELECT CAST(group_concat(bits, '') AS BLOB) FROM embeddings "
+                               "WHERE model = ? AND length(bits) = ?", (model, size)).fetchone()[0]
+        return blob or b""
+
+    def embed_with_bits(self, model: str, values: "Iterable[bytes]") -> "list[Row]":
+        """[(id, sign bits)] of the vectors of *model* whose sign bits are one of *values*."""
+        out = []
+        values = list(values)
+        for start in range(0, len(values), 500):
+            chunk = values[start:start + 500]
+            out += self.db.execute(f"SELECT id, bits FROM embeddings WHERE model = ? AND bits IN "
+                                   f"({','.join('?' * len(chunk))})", (model, *chunk)).fetchall()
+        return out
 
     def embed_vectors(self, ids: "Iterable[int]") -> "list[Row]":
         """[(id, scale, int8 bytes)] of *ids*."""

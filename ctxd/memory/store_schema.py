@@ -242,10 +242,15 @@ MIGRATIONS = [
         DELETE FROM embeddings WHERE id = old.id;
     END;
     """,
+    # 11: the sign bits in an index of their own: a query's scan of every vector's bits reads ~60
+    #     bytes a row there instead of the row with its int8 vector (~450)
+    """
+    CREATE INDEX IF NOT EXISTS embeddings_bits ON embeddings(model, bits);
+    """,
 ]
-SCHEMA_VERSION = 10  # PRAGMA user_version after the last migration (some steps share a version)
+SCHEMA_VERSION = 11  # PRAGMA user_version after the last migration (some steps share a version)
 # the user_version each step of MIGRATIONS brings the store to
-STEP_VERSION = [1, 2, 3, 4, 5, 5, 5, 6, 7, 8, 9, 9, 10]
+STEP_VERSION = [1, 2, 3, 4, 5, 5, 5, 6, 7, 8, 9, 9, 10, 11]
 
 
 def migrate(db):
