@@ -1,0 +1,185 @@
+"""Vectors for recall (ctxd.memory.embed): the scan of every vector's sign bits finds what a
+row-by-row count finds; the background embedder (the semantic extra) never stands in the way:
+an import answers lexically as soon as it returns, and an AI CLI hook completes while
+`ctxd chat embed` writes. Real processes; assertions on outcomes, never on how long anything took."""
+
+import heapq
+import json
+import os
+import random
+import shutil
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from ctxd import paths
+from ctxd.activation.fileio import Busy, locked
+from ctxd.memory import embed
+from ctxd.memory.core import ProjectMemory
+from ctxd.memory.project import locate
+from ctxd.memory.store import Store
+
+CTXD = shutil.which("ctxd")
+SID = "9d1c7e52-4b0a-4f3e-8a61-2c5e7b9d0f13"
+TOPICS = ["build queue", "release notes", "flaky test", "disk quota", "review comments", "parser", "logging",
+          "retry policy", "dependency bump", "docs site", "CI cache", "error budget"]
+
+needs_ctxd = pytest.mark.skipif(CTXD is None, reason="the ctxd console script is not on PATH")
+
+
+def _needs_model():
+    """The semantic extra: fail under CI (the test extra installs it), skip on a machine without it."""
+    try:
+        embed.model()
+    except embed.Unavailable as e:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"the semantic extra must be installed in CI: {e}")
+        pytest.skip(str(e))
+
+
+def filler(i):
+    return f"note {i}: the {TOPICS[i % len(TOPICS)]} had {i % 7} open items and {i % 5} owners"
+
+
+@pytest.fixture
+def project(tmp_path):
+    root = tmp_path / "proj"
+    (root / ".git").mkdir(parents=True)
+    return root
+
+
+def env_of(project):
+    return dict(os.environ, PWD=str(project))
+
+
+def embeddings(project):
+    db = Path(locate(str(project)).context_dir) / "store.db"
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return con.execute("SELECT count(*) FROM embeddings").fetchone()[0]
+    finally:
+        con.close()
+
+
+def wait_for_refreshes(project):
+    """Wait until the detached `ctxd chat refresh` processes started for *project* have exited
+    (a hook or an import starts one; left running, it would embed on after the test)."""
+    def ours(p):
+        try:
+            return os.path.realpath(p.cwd()) == os.path.realpath(project) and p.cmdline()[-2:] == ["chat", "refresh"]
+        except psutil.Error:
+            return False
+
+    _gone, alive = psutil.wait_procs([p for p in psutil.process_iter() if ours(p)], timeout=600)
+    assert not alive
+
+
+def log_lines(pid):
+    try:
+        text = Path(paths.log_file()).read_text()
+    except FileNotFoundError:
+        return []
+    return [line for line in text.splitlines() if f"(pid {pid})" in line]
+
+
+# -- the scan -------------------------------------------------------------------------------
+
+def test_the_scan_finds_the_nearest_sign_bits_as_a_row_by_row_count_does(tmp_path):
+    """Copies (equal bits: ties broken by id), rows of another model and rows without bits
+    (kinds not embedded), queries at distance 0 and at the largest distance (384: every byte
+    lane of the sums at its highest)."""
+    rng = random.Random(26)
+    common = [rng.randbytes(48) for _ in range(40)]
+    rows = [(i, embed.MODEL if i % 97 else "an-earlier-model", 0.01,
+             None if i % 89 == 0 else (rng.choice(common) if rng.random() < 0.5 else rng.randbytes(48)), bytes(384))
+            for i in range(1, 3001)]
+    with Store(str(tmp_path / "ctx")) as s:
+        assert embed.nearest_bits(s, bytes(48), 10) == []
+        with s.transaction() as db:
+            db.executemany("INSERT INTO embeddings(id, model, scale, bits, vec) VALUES (?, ?, ?, ?, ?)", rows)
+        for q in (rng.randbytes(48), common[0], bytes(48), b"\xff" * 48):
+            qi = int.from_bytes(q, "little")
+            by_count = [i for _d, i in heapq.nsmallest(len(rows), (
+                ((qi ^ int.from_bytes(b, "little")).bit_count(), i) for i, model, _s, b, _v in rows
+                if model == embed.MODEL and b is not None))]
+            for n in (1, 7, 400, 5000):
+                assert embed.nearest_bits(s, q, n) == by_count[:n]
+    assert list(embed.hamming(b"\0" * 48 + b"\xff" * 48, b"\xff" * 48)) == [384, 0]
+
+
+# -- in the background ----------------------------------------------------------------------
+
+@needs_ctxd
+def test_an_import_answers_lexically_as_soon_as_it_returns(project, tmp_path):
+    """3,002 turns imported with the extra installed and nothing embedded (this test holds the
+    embed lock, so the embedder the import starts in the background cannot begin): the import
+    returns (it never waits for embedding: it would wait for ever here) and `ctxd recall`
+    answers from the words at once, with no output on stderr and at most one log line."""
+    _needs_model()
+    path = tmp_path / "history.jsonl"
+    turns = [{"role": "user" if i % 2 == 0 else "assistant", "content": filler(i), "session": f"s{i // 40}",
+              "time": f"2026-03-{1 + i // 200:02d}T{(i // 60) % 24:02d}:{i % 60:02d}:00Z"} for i in range(3000)]
+    turns[1500:1500] = [
+        {"role": "user", "content": "When is the database cutover scheduled?", "session": "s-cut",
+         "time": "2026-03-08T10:00:00Z"},
+        {"role": "assistant", "content": "The cutover is scheduled for 2026-04-12 at 14:00 UTC.", "session": "s-cut",
+         "time": "2026-03-08T10:00:05Z"}]
+    path.write_text("".join(json.dumps(t) + "\n" for t in turns))
+    with locked(os.path.join(locate(str(project)).context_dir, ".embed.lock")):
+        p = subprocess.run([CTXD, "chat", "import", str(path), "--format", "jsonl"], cwd=project, env=env_of(project),
+                           capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0 and "3002 added" in p.stdout + p.stderr, p.stdout + p.stderr
+        r = subprocess.Popen([CTXD, "recall", "when is the cutover?", "--json"], cwd=project, env=env_of(project),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        out, err = r.communicate(timeout=600)
+        assert r.returncode == 0 and err == ""
+        contents = [i["content"] for i in json.loads(out)["items"]]
+        assert "The cutover is scheduled for 2026-04-12 at 14:00 UTC." in contents
+        assert embeddings(project) == 0  # lexical: no vector was there to use
+        wait_for_refreshes(project)  # the import's: it finds the embedder's lock taken and stops
+    assert len(log_lines(r.pid)) <= 1
+
+
+@needs_ctxd
+def test_a_hook_completes_while_the_embedder_writes(project):
+    """`ctxd chat embed` on 400 messages holds its lock and writes a batch a transaction; Claude
+    Code's UserPromptSubmit through `ctxd chat hook claude` meanwhile exits 0 every time, and
+    every prompt ends up stored exactly once (stored at once, or queued in the spool when the
+    store stayed busy past the hook's wait, and stored by the next writer)."""
+    _needs_model()
+    with ProjectMemory.at(str(project)) as mem:
+        mem.record([dict(kind="prompt" if i % 2 == 0 else "reply", content=filler(i), session=f"s{i // 20}",
+                         ts=1_700_000_000 + i, dedup=f"f{i}") for i in range(400)], render=False)
+    lock = os.path.join(locate(str(project)).context_dir, ".embed.lock")
+    embedder = subprocess.Popen([CTXD, "chat", "embed"], cwd=project, env=env_of(project),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        while embeddings(project) == 0:  # the first batch is written: the embedder is at work
+            assert embedder.poll() is None, embedder.communicate()
+            time.sleep(0.1)
+        with pytest.raises(Busy), locked(lock, blocking=False):
+            pass  # it holds its lock
+        prompts = [f"while embedding, prompt {i}: what about the {TOPICS[i]}?" for i in range(3)]
+        for text in prompts:
+            payload = {"session_id": SID, "cwd": str(project), "hook_event_name": "UserPromptSubmit",
+                       "prompt": text}
+            h = subprocess.run([CTXD, "chat", "hook", "claude"], input=json.dumps(payload), cwd=project,
+                               env=env_of(project), capture_output=True, text=True, timeout=600)
+            assert h.returncode == 0, h.stderr
+            assert h.stdout.strip() == "" or "hookSpecificOutput" in json.loads(h.stdout)
+        assert embedder.poll() is None, "the embedder finished before the hooks ran: nothing was concurrent"
+        out, err = embedder.communicate(timeout=1800)
+        assert embedder.returncode == 0, err
+    finally:
+        if embedder.poll() is None:
+            embedder.kill()
+            embedder.wait()
+    wait_for_refreshes(project)
+    with ProjectMemory.at(str(project)) as mem:
+        mem.replay_spool()  # what a hook queued (none when the store took every prompt)
+        stored = [m.content for m in mem.iter_all()]
+    assert all(stored.count(text) == 1 for text in prompts), [s for s in stored if "while embedding" in s]
