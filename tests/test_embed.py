@@ -3,6 +3,7 @@ row-by-row count finds; the background embedder (the semantic extra) never stand
 an import answers lexically as soon as it returns, and an AI CLI hook completes while
 `ctxd chat embed` writes. Real processes; assertions on outcomes, never on how long anything took."""
 
+import array
 import heapq
 import json
 import os
@@ -109,6 +110,16 @@ def test_the_scan_finds_the_nearest_sign_bits_as_a_row_by_row_count_does(tmp_pat
             for n in (1, 7, 400, 5000):
                 assert embed.nearest_bits(s, q, n) == by_count[:n]
     assert list(embed.hamming(b"\0" * 48 + b"\xff" * 48, b"\xff" * 48)) == [384, 0]
+
+
+def test_the_rerank_dot_products_are_exact():
+    """Every int8 value on both sides, the extremes (127 x -128 over all 384 dimensions) included."""
+    rng = random.Random(11)
+    rows = [bytes([127]) * 384, bytes([128]) * 384, bytes(384)] + [rng.randbytes(384) for _ in range(40)]
+    for q in (bytes([128]) * 384, bytes([127]) * 384, bytes(384), rng.randbytes(384)):
+        qa = array.array("b", q)
+        assert embed.int8_dots(b"".join(rows), q) == [sum(map(int.__mul__, array.array("b", v), qa)) for v in rows]
+    assert embed.int8_dots(b"", bytes(384)) == []
 
 
 # -- in the background ----------------------------------------------------------------------

@@ -63,8 +63,11 @@ class EmbedTables:
         particular order; b"" when there are none): read from their index in one step, not a row
         at a time (100,000 rows: ~15 ms, ~100 ms as rows)."""
         blob = self.db.execute("SELECT CAST(group_concat(bits, '') AS BLOB) FROM embeddings "
-                               "WHERE model = ? AND length(bits) = ?", (model, size)).fetchone()[0]
-        return blob or b""
+                               "WHERE model = ? AND bits IS NOT NULL", (model,)).fetchone()[0] or b""
+        if len(blob) % size:  # a row of another size (a damaged store): only the rows of this size
+            blob = self.db.execute("SELECT CAST(group_concat(bits, '') AS BLOB) FROM embeddings "
+                                   "WHERE model = ? AND length(bits) = ?", (model, size)).fetchone()[0] or b""
+        return blob
 
     def embed_with_bits(self, model: str, values: "Iterable[bytes]") -> "list[Row]":
         """[(id, sign bits)] of the vectors of *model* whose sign bits are one of *values*."""
