@@ -2,7 +2,7 @@
 """Evidence recall on LoCoMo: ctxd's context vs plain BM25 over turns vs the newest-turns window.
 
     python3 benchmarks/bench_recall.py [--budget 2000] [--conv 26,30] [--limit N] [--exact]
-                                       [--per-prompt] [--scale N [--scale-queries 20]]
+                                       [--per-prompt] [--scale N [--scale-queries 20] [--scale-vectors]]
                                        [--lang zh] [--misses] [--keep] [--rev REV | --ctxd-src DIR]
 
 Data: the LoCoMo dev split in ../shared/data/locomo-dev/ (its README gives the
@@ -38,7 +38,9 @@ as a UserPromptSubmit payload and scores `hookSpecificOutput.additionalContext`;
 the context directory is restored from a snapshot before every question, so no
 question is ever in the store another question sees. --scale N imports N
 messages (the LoCoMo turns repeated with new sessions and times) and times
-`--scale-queries` queries. A script, never run as a test.
+`--scale-queries` queries with the semantic extra hidden (lexical), wall and CPU time;
+--scale-vectors times them again with every message embedded (the base conversations
+embedded for real, each copy given its original's row by SQL). A script, never run as a test.
 """
 
 import argparse
