@@ -4,7 +4,7 @@ replaced when the embedder reaches it)."""
 
 TYPE_CHECKING = False  # typing is not imported at run time: the hooks import the store
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Iterable
     from sqlite3 import Row
 
 
