@@ -5,10 +5,12 @@
 
 The question becomes terms: words (stop words out, English and Chinese), each
 quoted so that no query text is ever FTS5 syntax, OR-ed; runs of CJK characters
-become overlapping trigrams for the trigram index. Both indexes are queried
-(``Store.match``); a message's score is its best bm25 relevance (normalised per
-query) weighted by its kind, plus a bonus for whole phrases of the question it
-contains, a little for recency and importance. A hit that is a question brings
+become overlapping trigrams for the trigram index; a question's Chinese words also
+bring their English words (``translated``: a dictionary, ctxd.memory.zh_en), so that a
+question asked in Chinese finds English turns. Both indexes are queried
+(``Store.match``); a message's score is its best bm25 relevance (normalised per query)
+weighted by its kind, plus a bonus for whole phrases of the question it contains, a
+little for recency and importance. A hit that is a question brings
 its answer (the next turn of the session) and an answer its question. Results
 are deduplicated against what the caller already holds (``exclude``), packed to
 the budget best first, and shown in time order, each with its date.
@@ -125,6 +127,23 @@ def terms(query):
     return _unique(words)[:MAX_TERMS], _unique(grams)[:MAX_TERMS], _unique(phrases)[:MAX_TERMS]
 
 
+def translated(query):
+    """A question's Chinese words in English (ctxd.memory.zh_en): a tuple of each word's
+    English words; () for a question without Chinese (the dictionary is not opened then)."""
+    if not _CJK.search(query):
+        return ()
+    from ctxd.memory import zh_en
+
+    return tuple(english for _word, english in zh_en.translate(query[:50_000]))
+
+
+def asked(query):
+    """The words a question's lexical search looks for: its own (``terms``), then the English
+    words of its Chinese words (``translated``) it does not hold already."""
+    words = terms(query)[0]
+    return words + _unique(w for english in translated(query) for w in english if w not in words)
+
+
 def _unique(xs):
     seen, out = set(), []
     for x in xs:
@@ -151,9 +170,10 @@ def candidates(store, query, pool=POOL, words=None):
 
     A word in more than COMMON of the messages (a speaker's name, the project's name)
     does not pull in candidates when rarer words exist: it only boosts the hits that
-    contain it."""
-    w, grams, _phrases = terms(query)
-    words = w if words is None else words
+    contain it. A Chinese question also looks for its translation's English words.
+    *words*: the words to look for instead of the question's own and its translation's."""
+    own, grams, _phrases = terms(query)
+    words = asked(query) if words is None else words
     scores = {}
 
     def note(mid, rel, raw):
@@ -161,7 +181,9 @@ def candidates(store, query, pool=POOL, words=None):
         scores[mid] = (max(old[0], rel), max(old[1], raw))
 
     common = []
-    n = store.count() if 1 < len(words) <= 16 else 0  # a long pasted prompt: its words are many enough
+    english = {w for e in translated(query) for w in e} - set(own)  # a translation's words are not a paste's
+    n = store.count() if 1 < len(words) and sum(x not in english for x in words) <= 16 else 0  # a long
+    # pasted prompt: its words are many enough
     if n >= COMMON_FROM:
         common = [x for x in words if store.match_count(_quote(x), int(COMMON * n) + 1) > COMMON * n]
         if len(common) == len(words):
@@ -195,6 +217,7 @@ def candidates(store, query, pool=POOL, words=None):
 
 def _score(store, query, scores, msgs, newest, why="match"):
     words, grams, phrases = terms(query)
+    translation = translated(query)
     hits = {}
     for mid, (rel, _raw) in scores.items():
         m = msgs.get(mid)
@@ -207,17 +230,17 @@ def _score(store, query, scores, msgs, newest, why="match"):
         bonus = PHRASE_BONUS * min(1.0, sum(1 for p in phrases if p in low) / 2) if phrases else 0.0
         age_days = max(0.0, (newest - (m.ts or newest)) / 86400)
         score = rel * weight + bonus + RECENCY / (1 + age_days / 30) + IMPORTANCE * (m.importance or 0.5)
-        hits[mid] = Hit(m, score, why, coverage(low, words, grams) * weight)
+        hits[mid] = Hit(m, score, why, coverage(low, words, grams, translation) * weight)
     return hits
 
 
 def feedback_terms(query, hits):
     """Pseudo-relevance feedback: words the best hits share that the question lacks."""
-    asked = set(terms(query)[0])
+    known = set(asked(query))
     counts = {}
     for h in hits[:FEEDBACK_FROM]:
         for w in set(_WORD.findall(h.message.content.lower())):
-            if len(w) >= 4 and w not in _STOP_EN and w not in asked and not w.isdigit():
+            if len(w) >= 4 and w not in _STOP_EN and w not in known and not w.isdigit():
                 counts[w] = counts.get(w, 0) + 1
     ranked = sorted((c, w) for w, c in counts.items() if c >= 2)
     return [w for _c, w in sorted(ranked, key=lambda x: (-x[0], x[1]))[:FEEDBACK_TERMS]]
@@ -250,8 +273,7 @@ def rank(store, query, *, exclude=(), now=None, pool=POOL, expand=True, semantic
     best = sorted(hits.values(), key=lambda h: (-h.score, h.message.id))
     more = feedback_terms(query, best) if expand and len(best) < FEEDBACK_BELOW else []
     if more:
-        words = terms(query)[0]
-        extra = candidates(store, query, pool, words=words + more)
+        extra = candidates(store, query, pool, words=asked(query) + more)
         msgs.update((m.id, m) for m in store.messages(set(extra) - set(msgs)))
         for mid, h in _score(store, query, extra, msgs, newest, "related").items():
             if mid in hits:
@@ -344,6 +366,7 @@ def fuse(query, hits, near, msgs, found=None):
     English turns: a name found, its other terms not) leaves the order to meaning; one whose
     words all match keeps most of the lexical order."""
     words, grams, _p = terms(query)
+    translation = translated(query)
     lexical = sorted(hits.values(), key=lambda h: (-h.score, h.message.id))
     if found is None:
         found = max((h.raw for h in lexical[:LEX_TOP]), default=0.0)
@@ -365,7 +388,7 @@ def fuse(query, hits, near, msgs, found=None):
             weight = KIND_WEIGHT.get(m.kind, 0.5) if m is not None else 0.0
             if weight <= 0:
                 continue
-            h = Hit(m, 0.0, "meaning", coverage(m.content.lower(), words, grams) * weight)
+            h = Hit(m, 0.0, "meaning", coverage(m.content.lower(), words, grams, translation) * weight)
         h.score = f / top
         out[mid] = h
     return out
@@ -396,14 +419,19 @@ def _stem(word):
     return word
 
 
-def coverage(low_text, words, grams):
+def coverage(low_text, words, grams, translation=()):
     """The share of the question's terms that *low_text* (lowercased) contains: how relevant a
-    hit is in absolute terms (bm25 is relative to the corpus and ~0 in a small one)."""
+    hit is in absolute terms (bm25 is relative to the corpus and ~0 in a small one). With a
+    Chinese question's *translation* (``translated``), the better of that share and the share
+    of its words and Chinese words *low_text* holds in English (one of a word's English words)."""
     wanted = [_stem(w) for w in words] + [g for g in grams if len(g) == 2] + \
         ([g for g in grams if len(g) >= 3] if not any(len(g) == 2 for g in grams) else [])
-    if not wanted:
-        return 0.0
-    return sum(1 for w in wanted if w in low_text) / len(wanted)
+    share = sum(1 for w in wanted if w in low_text) / len(wanted) if wanted else 0.0
+    if not translation:
+        return share
+    found = sum(1 for w in words if _stem(w) in low_text) + \
+        sum(1 for english in translation if any(_stem(e) in low_text for e in english))
+    return max(share, found / (len(words) + len(translation)))
 
 
 def _is_question(text):
@@ -526,7 +554,8 @@ def snippet(text, query, width=160):
     flat = " ".join(text.split())
     if len(flat) <= width:
         return flat
-    words, grams, _p = terms(query)
+    _w, grams, _p = terms(query)
+    words = asked(query)
     low = flat.lower()
     at = min((i for i in (low.find(w[:max(3, len(w) - 2)]) for w in words + grams) if i >= 0), default=0)
     start = max(0, min(at - width // 3, len(flat) - width))
