@@ -49,7 +49,7 @@ RRF_K = 10  # reciprocal-rank fusion: 1 / (RRF_K + rank)
 LEX_WEIGHT, SEM_WEIGHT, LEX_TOP = 1.0, 0.3, 5  # the lexical weight is LEX_WEIGHT x its best coverage
 FUSE_AFTER, SEM_NEIGHBOURS = True, 4  # the fused best hits whose neighbours come along
 LEX_POWER = 2  # the lexical weight is LEX_WEIGHT x coverage ** LEX_POWER: ~0.5 for an English question
-               # over English turns (coverage 0.67-1), ~0.03 for a Chinese one over them (0.1-0.25)
+               # over English turns (coverage 0.67-1), ~0.03 for one whose words they lack (0.1-0.25)
 _SEMANTIC = {}  # the embed module (or None), loaded once a process
 CJK_RAW = 6.0  # the raw relevance a message matching every CJK bigram of the question gets  # one packed item is at most this long (long turns are cut at a line end)
 
@@ -362,9 +362,9 @@ def meaning(store, query):
 def fuse(query, hits, near, msgs, found=None):
     """Reciprocal-rank fusion of the lexical ranking (*hits*) with *near*, weighted by how much
     the lexical side found: its best hits' share of the question's terms (``coverage``),
-    squared. A question whose words are nowhere in the history (asked in Chinese over
-    English turns: a name found, its other terms not) leaves the order to meaning; one whose
-    words all match keeps most of the lexical order."""
+    squared. A question whose words are nowhere in the history (a name found, its other
+    terms not) leaves the order to meaning; one whose words all match (a Chinese question's
+    words in English included) keeps most of the lexical order."""
     words, grams, _p = terms(query)
     translation = translated(query)
     lexical = sorted(hits.values(), key=lambda h: (-h.score, h.message.id))
