@@ -292,6 +292,26 @@ def test_a_gate_embeds_the_question_only_when_the_lexical_ranking_passes(hobbies
     assert any(h.why == "meaning" for h in hits)  # turns only meaning found joined the ranking
 
 
+def test_per_prompt_recall_answers_lexically_when_the_lexical_side_took_its_share(hobbies, monkeypatch):
+    """A prompt the history answers is embedded only while the lexical ranking took less than
+    SEMANTIC_BEFORE of the time limit; past it (a large store, a busy machine) the lexical
+    ranking is injected, never nothing for want of time."""
+    _needs_model()
+    from ctxd.memory import embed
+
+    embed.backfill(hobbies)
+    asked = []
+    search = embed.search
+    monkeypatch.setattr(embed, "search", lambda store, q, pool=100: asked.append(q) or search(store, q, pool))
+    prompt = "did the kids like camping at the lake?"
+    kw = dict(budget=500, threshold=0.6, time_limit=30.0, limit_chars=10_000)
+    with_meaning = recall.for_prompt(hobbies, "new-session", prompt, **kw)
+    assert asked == [prompt] and "camping at the lake" in with_meaning
+    monkeypatch.setattr(recall, "SEMANTIC_BEFORE", 0.0)  # the lexical side always took its share
+    lexical = recall.for_prompt(hobbies, "another-session", prompt, **kw)
+    assert asked == [prompt] and "camping at the lake" in lexical
+
+
 def test_embedding_resumes_and_follows_deletions_and_edits(hobbies):
     _needs_model()
     from ctxd.memory import embed

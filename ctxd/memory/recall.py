@@ -43,6 +43,8 @@ MAX_TERMS = 64  # a 50 KB pasted prompt is still one query: its rarest-looking t
 MAX_ITEM_CHARS = 1200
 ANSWERABLE_TOP = 10  # per-prompt recall: the best hits asked whether the history holds an answer
 ANSWERABLE_SHARE = 0.5  # ... and the share of the best score that takes a hit along
+SEMANTIC_BEFORE = 0.3  # per-prompt recall embeds the prompt only if the lexical side took less than this
+                      # share of its time limit: loading e5 and embedding take ~55 ms of the 100
 SEM_POOL = 120  # messages nearest in meaning that join the fusion
 SEM_SPAN = 1.0  # ... those within this cosine of the nearest
 RRF_K = 10  # reciprocal-rank fusion: 1 / (RRF_K + rank)
@@ -516,14 +518,19 @@ def for_prompt(store, session, prompt, *, budget, threshold, time_limit, limit_c
     *limit_chars* characters, "" when none does; what it carries is marked injected into
     *session*. Never what the session holds already (its turns, earlier injections), never the
     prompt itself. The ranking gives up after *time_limit* seconds (StoreError, as any other
-    store failure: the caller's)."""
+    store failure: the caller's). The prompt is embedded only when the history can answer it and
+    the lexical ranking took less than SEMANTIC_BEFORE of *time_limit* (a large store, a busy
+    machine): else the lexical ranking answers, in time."""
+    start = time.monotonic()
     with store.deadline(time_limit):
         held = store.injected_ids(session) | store.session_ids(session)
+
         def own(hits):  # without the prompt itself, stored before it reached this hook
             return [h for h in hits if h.message.content.strip() != prompt.strip()]
 
-        def can_answer(lexical):  # embed the prompt only when the history can answer it
-            return bool(answerable(own(lexical), threshold))
+        def can_answer(lexical):
+            return (bool(answerable(own(lexical), threshold))
+                    and time.monotonic() - start < SEMANTIC_BEFORE * time_limit)
 
         hits = answerable(own(rank(store, prompt, exclude=held, semantic=can_answer)), threshold)
     items, text, _used = pack(hits, budget)
