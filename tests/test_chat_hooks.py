@@ -1002,7 +1002,7 @@ TABLE_LINES = ["[t{n}]", "[[aot{n}]]", "[deep.t{n}]   # header comment", 'k{n} =
 @given(st.lists(st.sampled_from(TOP_LINES), max_size=6), st.lists(st.sampled_from(TABLE_LINES), max_size=8),
        st.booleans())
 def test_notify_add_then_remove_gives_the_text_back(top, rest, final_newline):
-    from ctxd.integrations.install import add_notify, remove_notify
+    from ctxd.integrations.notify_toml import add_notify, remove_notify
 
     lines = top + [line.format(n=i) for i, line in enumerate(rest)]
     if any(line.startswith("[") for line in lines):

@@ -33,7 +33,7 @@ import re
 
 from ctxd.agents import CONTEXT_FILES, ai_cli
 from ctxd.errors import ConfigError
-from ctxd.integrations.install import read_text, refuse_link_out, write_text
+from ctxd.integrations.userfiles import read_text, refuse_link_out, write_text
 
 FILES = {kind: file for kind, (file, _tool) in CONTEXT_FILES.items()}  # "claude-md": "CLAUDE.md"
 BEGIN = "<!-- ctxd:begin"
