@@ -63,7 +63,7 @@ def code_without_docstrings(path):
             if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs]
 
 
-@pytest.mark.parametrize("name", ["commands/setup.py", "commands/doctor.py", "commands/hook.py",
+@pytest.mark.parametrize("name", ["commands/setup.py", "commands/doctor.py", "diagnose.py", "commands/hook.py",
                                   "activation/export.py"])
 def test_no_shell_text_outside_the_shells(name):
     strings = code_without_docstrings(PKG / name)
