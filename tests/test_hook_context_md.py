@@ -149,6 +149,53 @@ def test_refresh_renders_a_stale_context_md_and_keeps_the_session_start_injectio
     assert PROMPT["claude"] in kept["text"] and kept["shown"]
 
 
+def test_a_refresh_asked_for_while_one_runs_is_another_round_not_a_process(project, monkeypatch):
+    """A burst of hooks during a long fact extraction must not queue a process each."""
+    from ctxd.activation.fileio import locked
+    from ctxd.memory import summarizer
+    from ctxd.memory.project import locate
+
+    p = seeded(project)
+    with locked(p.refresh_lock):  # a refresh is running
+        r = ctxd(project, "chat", "refresh")
+        assert "another refresh is running" in r.stdout and os.path.exists(p.refresh_again)
+        os.unlink(p.refresh_again)
+        started = []
+        monkeypatch.setattr(summarizer.subprocess, "Popen", lambda *a, **k: started.append(a))
+        assert summarizer.spawn_refresh(locate(str(project)), now=True)
+        assert started == [] and os.path.exists(p.refresh_again)
+    assert summarizer.spawn_refresh(locate(str(project)), now=True) and len(started) == 1
+
+
+def test_a_refresh_asked_again_runs_once_more_and_at_most_refresh_rounds(project, monkeypatch):
+    from ctxd.memory.core import REFRESH_ROUNDS, ProjectMemory
+
+    p = seeded(project)
+    calls = []
+
+    def asked_again_once(self):
+        calls.append(1)
+        if len(calls) == 1:  # a hook asks while the first round runs
+            Path(p.refresh_again).touch()
+        return 1, "ok"
+
+    monkeypatch.setattr(ProjectMemory, "_refresh_once", asked_again_once)
+    with ProjectMemory.at(str(project)) as mem:
+        assert mem.refresh() == (2, "ok")
+    assert len(calls) == 2 and not os.path.exists(p.refresh_again)
+
+    def always_asked(self):
+        calls.append(1)
+        Path(p.refresh_again).touch()
+        return 0, "ok"
+
+    calls.clear()
+    monkeypatch.setattr(ProjectMemory, "_refresh_once", always_asked)
+    with ProjectMemory.at(str(project)) as mem:
+        mem.refresh()
+    assert len(calls) == REFRESH_ROUNDS  # bounded; the marker left starts the next refresh's round
+
+
 def _without_time(text):
     return "\n".join(line for line in text.splitlines() if " · updated " not in line)
 

@@ -12,6 +12,8 @@
       spool/                    hook events the store could not take yet (ctxd.memory.spool)
       .summary.lock             one background summarizer at a time
       .facts.lock               one process extracting facts at a time
+      .refresh.lock             one background `ctxd chat refresh` at a time
+      .refresh.again            asked for while one ran: it runs another round
 
 ProjectMemory.paths is the instance every caller uses; the store, render,
 summarizer and engine modules take their file names from here.
@@ -28,7 +30,7 @@ class MemoryPaths:
 
     __slots__ = ("context_dir", "store", "outputs", "context_file", "context_lock", "context_stale", "injection",
                  "cache", "decisions", "llm_summary", "summarizer_status", "summary_lock", "facts_lock", "handoffs",
-                 "spool")
+                 "spool", "refresh_lock", "refresh_again")
 
     def __init__(self, context_dir):
         j = os.path.join
@@ -47,6 +49,8 @@ class MemoryPaths:
         self.facts_lock = j(context_dir, ".facts.lock")
         self.handoffs = j(context_dir, "handoffs")
         self.spool = j(context_dir, "spool")
+        self.refresh_lock = j(context_dir, ".refresh.lock")
+        self.refresh_again = j(context_dir, ".refresh.again")
 
     def to_json(self):
         return {k: getattr(self, k) for k in self.__slots__}

@@ -158,6 +158,8 @@ def spawn_refresh(project, store=None, now=False):
             lagging = embed.lagging(store, embed.SPAWN_FROM) and embed.package_dir() is not None
     if settings(project.config) is None and not lagging:
         return False
+    if ask_running_refresh(project.context_dir):
+        return True
     try:
         subprocess.Popen([sys.executable, "-m", "ctxd", "chat", "refresh"], cwd=project.root,
                          env=dict(os.environ, PWD=project.root), stdin=subprocess.DEVNULL,
@@ -165,3 +167,20 @@ def spawn_refresh(project, store=None, now=False):
     except OSError:
         return False
     return True
+
+
+def ask_running_refresh(context_dir):
+    """True when a `ctxd chat refresh` is running in *context_dir*: it is asked for one more
+    round (the ``refresh_again`` marker) instead of a new process being started, so a burst of
+    hooks during a long fact extraction does not queue a process each behind it. The marker
+    is left before the lock is tried: a refresh that releases the lock afterwards sees it."""
+    paths = MemoryPaths(context_dir)
+    try:
+        with open(paths.refresh_again, "a", encoding="utf-8"):
+            pass
+        with locked(paths.refresh_lock, blocking=False):
+            return False
+    except Busy:
+        return True
+    except OSError:
+        return False
