@@ -304,3 +304,27 @@ def test_a_capped_refresh_does_not_queue_behind_another_refresher(store, tmp_pat
         holder.kill()
         holder.wait()
     assert fact_merge.refresh_facts(store, limit=2000) == 1  # the lock is free again: it reads
+
+
+def test_a_catch_up_extracts_facts_outside_the_write_lock_in_short_batches(store, monkeypatch):
+    """A hook's write waits at most 0.2 s for the store; a catch-up over a big import must not
+    hold the write lock while it runs the fact rules (2,000 messages held it ~500 ms)."""
+    from ctxd.memory import facts as facts_mod
+
+    for i in range(fact_merge.BATCH + 5):
+        store.add("user", f"We must keep the budget under {i} USD.")
+    inside, batches = [], []
+    extract = facts_mod.extract
+
+    def watched(*args):
+        inside.append(store.db.in_transaction)
+        return extract(*args)
+
+    rows = store.fact_source_rows
+    monkeypatch.setattr(facts_mod, "extract", watched)
+    monkeypatch.setattr(store, "fact_source_rows", lambda upto, n: batches.append(n) or rows(upto, n))
+    monkeypatch.setattr(fact_merge.time, "sleep", lambda s: None)
+    assert fact_merge.refresh_facts(store) == fact_merge.BATCH + 5
+    assert len(inside) == fact_merge.BATCH + 5 and not any(inside)
+    assert batches[0] == fact_merge.BATCH and len(batches) == 3  # two batches, then nothing left
+    assert any("under 204 USD" in r["text"] for r in fact_merge.live_facts(store))  # merged all the same

@@ -9,12 +9,17 @@ marks in a source text the statements corrected since.
 """
 
 import re
+import time
 
 from ctxd.memory import facts as facts_mod
 from ctxd.memory import items
 
 
-def refresh_facts(store, batch=2000, limit=None):
+BATCH = 200  # messages a write transaction merges (1-3 ms of the write lock; extraction runs before it)
+BATCH_PAUSE = 0.05  # seconds between batches of a long catch-up, at most the batch's own time
+
+
+def refresh_facts(store, batch=BATCH, limit=None):
     """Extract facts from messages not seen yet; return how many messages were read.
 
     *limit* caps the work of one call (a hook must not spend minutes catching up
@@ -36,34 +41,43 @@ def refresh_facts(store, batch=2000, limit=None):
 
 def _refresh_facts(store, batch, limit):
     upto = store.facts_watermark()
-    seen = 0
+    seen, pause = 0, 0.0
     while limit is None or seen < limit:
         rows = store.fact_source_rows(upto, batch)
         if not rows:
             break
+        if pause:  # a long catch-up: a hook's write gets in between two batches
+            time.sleep(pause)
+        found = [(r, _extract(store, r)) for r in rows]  # reads only: no write lock held meanwhile
+        started = time.monotonic()
         with store.transaction():
             # another process may have done this batch meanwhile
             done = store.facts_watermark()
             if done > upto:
                 upto = done
                 continue
-            for r in rows:
-                if not is_fact_source(r):
-                    pointer = facts_mod.offload_pointer(r["content"]) if r["kind"] == "tool_result" else None
-                    if pointer is not None:  # where a huge output went is worth keeping; its preview is not
-                        merge_fact(store, r, *pointer)
-                    continue  # tool calls, tool results, what a CLI injected: plumbing, not what was said
-                if _is_generated(r):
-                    continue  # ctxd's own teach prompt: instructions, not what was said
-                early = r["role"] == "user" and store.user_turns_before(
-                    r["session"], r["id"], facts_mod.EARLY_USER_TURNS) < facts_mod.EARLY_USER_TURNS
-                for tag, kinds, text, norm, topic, prio in facts_mod.extract(r["id"], r["ts"], r["role"], r["content"],
-                                                                            r["importance"], early):
-                    merge_fact(store, r, tag, kinds, text, norm, topic, prio)
+            for r, statements in found:
+                for statement in statements:
+                    merge_fact(store, r, *statement)
             upto = rows[-1]["id"]
             store.set_facts_watermark(upto)
         seen += len(rows)
+        pause = min(BATCH_PAUSE, time.monotonic() - started) if limit is None else 0.0
     return seen
+
+
+def _extract(store, r):
+    """The (tag, kinds, text, norm, topic, priority) statements message row *r* contributes."""
+    if not is_fact_source(r):
+        pointer = facts_mod.offload_pointer(r["content"]) if r["kind"] == "tool_result" else None
+        # where a huge output went is worth keeping; its preview is not; tool calls, tool results
+        # and what a CLI injected are plumbing, not what was said
+        return [pointer] if pointer is not None else []
+    if _is_generated(r):
+        return []  # ctxd's own teach prompt: instructions, not what was said
+    early = r["role"] == "user" and store.user_turns_before(
+        r["session"], r["id"], facts_mod.EARLY_USER_TURNS) < facts_mod.EARLY_USER_TURNS
+    return list(facts_mod.extract(r["id"], r["ts"], r["role"], r["content"], r["importance"], early))
 
 
 BACKLOG_CAP = 100000
