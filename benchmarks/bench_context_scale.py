@@ -36,7 +36,7 @@ def sample_messages():
 
 def build(root, env, n, pool):
     from ctxd.memory.project import locate
-    from ctxd.memory.store import Store
+    from ctxd.memory.store.db import Store
 
     os.environ.update(env)
     project = locate(root, env)

@@ -12,7 +12,7 @@ bench_retention.py uses, with their planted .facts.json):
 2. `ctxd chat import FILE --format jsonl`;
 3. `ctxd handoff` and read the archive file it prints;
 4. the compression ratio = tokens of the conversation (the JSONL's message
-   contents, ctxd.memory.tokens.estimate) / tokens of the archive file's text;
+   contents, ctxd.memory.text.tokens.estimate) / tokens of the archive file's text;
    the archive's own context_footprint (tokens of the stored session, where a
    huge output is a preview) is shown next to it;
 5. the planted facts present in the archive text, with bench_retention.py's
@@ -37,7 +37,7 @@ sys.path.insert(0, HERE)
 
 import bench_retention  # noqa: E402  (isolated_env, ctxd, check, _norm, DATA)
 
-from ctxd.memory.tokens import estimate  # noqa: E402
+from ctxd.memory.text.tokens import estimate  # noqa: E402
 
 TARGET_RATIO = 10.0
 TARGET_FACTS = 95.0
@@ -100,7 +100,7 @@ def main():
 
     print(f"ctxd handoff benchmark: archive of each sample conversation"
           f"{f' at compression_ratio = {args.ratio:g}' if args.ratio else ' (default compression_ratio)'}")
-    print(f"  python {sys.version.split()[0]}; tokens = ctxd.memory.tokens.estimate; "
+    print(f"  python {sys.version.split()[0]}; tokens = ctxd.memory.text.tokens.estimate; "
           f"targets: ratio >= {TARGET_RATIO:g}:1, planted facts >= {TARGET_FACTS:g} %")
     print()
     results = [run_case(p, args.ratio, args.keep, args.show) for p in paths]

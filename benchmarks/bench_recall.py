@@ -65,7 +65,7 @@ sys.path.insert(0, HERE)
 import _common  # noqa: E402
 
 _common.use_ctxd_source()
-from ctxd.memory import tokens  # noqa: E402
+from ctxd.memory.text import tokens  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(_common.REPO), "shared", "data", "locomo-dev")
 if not os.path.isdir(DATA):
@@ -731,7 +731,7 @@ def main():
             raise SystemExit("--exact needs the tokens extra: pip install -e '.[tokens]'")
         cost, counter_name = exact, "exact cl100k_base (bpe-openai)"
     else:
-        cost, counter_name = tokens.estimate, "ctxd.memory.tokens.estimate (what ctxd's budgets use)"
+        cost, counter_name = tokens.estimate, "ctxd.memory.text.tokens.estimate (what ctxd's budgets use)"
     try:
         convs = [load(n.strip()) for n in args.conv.split(",") if n.strip()]
     except (OSError, ValueError, KeyError) as e:

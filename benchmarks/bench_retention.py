@@ -23,7 +23,7 @@ For every long sample conversation in tests/data/conversations (JSONL, with a
    ("2026-03-15 -> 2026-04-12").
 
 It prints, per case and in total, the facts, the share ctxd and the window
-keep, and the token sizes (ctxd.memory.tokens.estimate) of the context, the
+keep, and the token sizes (ctxd.memory.text.tokens.estimate) of the context, the
 window and the conversation; then retention per fact kind and the facts ctxd
 missed, with the reason, so the engine can be fixed. Target: ctxd >= 95 % at
 --budget 4000 (the window keeps about none: the facts are planted early and
@@ -46,7 +46,7 @@ REPO = os.path.dirname(HERE)
 DATA = os.path.join(REPO, "tests", "data", "conversations")
 sys.path.insert(0, REPO)
 
-from ctxd.memory.tokens import estimate  # noqa: E402  (the same estimator the store uses)
+from ctxd.memory.text.tokens import estimate  # noqa: E402  (the same estimator the store uses)
 
 TARGET = 95.0
 PER_MESSAGE = 4  # tokens of framing per message, the budget rule of the design notes
@@ -228,7 +228,7 @@ def main():
 
     print(f"ctxd retention benchmark: `ctxd context --budget {args.budget} --format text` vs a sliding window of "
           f"{args.budget} tokens (newest messages, +{PER_MESSAGE} per message, at least {MIN_MESSAGES})")
-    print(f"  python {sys.version.split()[0]}; tokens = ctxd.memory.tokens.estimate; target: ctxd >= {TARGET:.0f} %")
+    print(f"  python {sys.version.split()[0]}; tokens = ctxd.memory.text.tokens.estimate; target: ctxd >= {TARGET:.0f} %")
     print()
     results = []
     for path in paths:

@@ -649,7 +649,7 @@ def run(name, paths, t, keep=False, show=False):
 
 def _tokens(text):
     sys.path.insert(0, REPO)
-    from ctxd.memory import tokens
+    from ctxd.memory.text import tokens
 
     return tokens.count(text)
 

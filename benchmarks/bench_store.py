@@ -393,14 +393,14 @@ def build_store(context_dir, root, count, seed, template=None, real_facts=REAL_F
     *template* (see copy_facts). Without a template every message is read.
     Returns a dict of figures.
     """
-    from ctxd.memory import render
-    from ctxd.memory.store import Store
+    from ctxd.memory.context import render
+    from ctxd.memory.store.db import Store
 
     try:
-        from ctxd.memory import fact_merge
+        from ctxd.memory.context import fact_merge
     except ImportError:  # a ctxd before facts had their own module (or had none)
         try:
-            from ctxd.memory import engine as fact_merge
+            from ctxd.memory.context import engine as fact_merge
         except ImportError:
             fact_merge = None
     text = Text(random.Random(seed))
@@ -570,10 +570,10 @@ def breakdown(context_dir, root, reps=15):
     """Median ms of what reads the store on the `chat add` and SessionStart paths (warm connection)."""
     import glob
 
-    from ctxd.memory import render
+    from ctxd.memory.context import render
     from ctxd.memory.core import ProjectMemory
     from ctxd.memory.project import Project
-    from ctxd.memory.store import Store
+    from ctxd.memory.store.db import Store
 
     def clear():
         for f in glob.glob(os.path.join(context_dir, "cache", "summary-*.json")):
@@ -871,7 +871,7 @@ def main():
 
 
 def bench_import(args, home, script_argv):
-    from ctxd.memory.store import Store
+    from ctxd.memory.store.db import Store
 
     print()
     proj, ctx_dir, env = make_project(home, "proj-import", script_argv)

@@ -96,7 +96,7 @@ def main():
     args = ap.parse_args()
 
     from ctxd.memory.project import locate
-    from ctxd.memory.store import Store
+    from ctxd.memory.store.db import Store
 
     base = tempfile.mkdtemp(prefix="ctxd-bench-sync-")
     rows, rss = [], {}

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""How close ctxd.memory.tokens.estimate comes to the real cl100k_base and o200k_base counts.
+"""How close ctxd.memory.text.tokens.estimate comes to the real cl100k_base and o200k_base counts.
 
     python3 benchmarks/bench_tokens.py [--limit N]
 
@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 import token_corpus  # noqa: E402
 
-from ctxd.memory import tokens  # noqa: E402
+from ctxd.memory.text import tokens  # noqa: E402
 
 TARGET = 10.0
 LABELS = {"english": "English prose", "chinese": "Chinese prose", "code": "code",

@@ -1,4 +1,4 @@
-"""Fit the weights of ctxd.memory.tokens.estimate against the real tokenizers.
+"""Fit the weights of ctxd.memory.text.tokens.estimate against the real tokenizers.
 
     python3 benchmarks/fit_tokens.py            # fit and print the weights and the errors
     python3 benchmarks/fit_tokens.py --write    # ... and rewrite the fitted block in tokens.py
@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 import token_corpus  # noqa: E402
 
-from ctxd.memory import tokens  # noqa: E402
+from ctxd.memory.text import tokens  # noqa: E402
 
 LIMITS = {"english": 3000, "chinese": 3000, "code": 4000, "mixed": 2500,
           "other-languages": 2000, "data": 1000}
@@ -96,7 +96,7 @@ def _wrap(name, chars, width=40):
 
 
 def write_block(weights, han):
-    path = os.path.join(os.path.dirname(HERE), "ctxd", "memory", "tokens.py")
+    path = os.path.join(os.path.dirname(HERE), "ctxd", "memory", "text", "tokens.py")
     with open(path, encoding="utf-8") as f:
         src = f.read()
     lines = _wrap("HAN_BOTH", han[0]) + _wrap("HAN_O200K", han[1]) + ["WEIGHTS = {"]

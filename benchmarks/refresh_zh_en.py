@@ -1,10 +1,10 @@
-"""Refresh ctxd/memory/zh_en.txt, the Chinese-English keyword list recall translates with.
+"""Refresh ctxd/memory/recall/zh_en.txt, the Chinese-English keyword list recall translates with.
 
     python3 benchmarks/refresh_zh_en.py path/to/cedict_1_0_ts_utf-8_mdbg.txt
 
 The source is CC-CEDICT (https://www.mdbg.net/chinese/dictionary?page=cc-cedict, the
 "CC-CEDICT" download, unzipped), lines ``trad simp [pin1 yin1] /gloss/gloss/``, by MDBG
-under CC BY-SA 4.0. This script keeps what recall can use (ctxd.memory.zh_en): each
+under CC BY-SA 4.0. This script keeps what recall can use (ctxd.memory.recall.zh_en): each
 headword of 2 to 8 Chinese characters (simplified and traditional; alone, a character is
 most often a function word or has too many senses to say what is asked), with the English content
 words of its first SENSES senses (at most WORDS, lowercased, English stop words out). It
@@ -22,7 +22,7 @@ import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TARGET = os.path.join(HERE, "..", "ctxd", "memory", "zh_en.txt")
+TARGET = os.path.join(HERE, "..", "ctxd", "memory", "recall", "zh_en.txt")
 SENSES, WORDS = 5, 12
 ENTRY = re.compile(r"^(\S+) (\S+) \[([^\]]*)\] /(.*)/\s*$")
 SKIP = ("see ", "see also", "variant of", "old variant", "erhua variant", "japanese variant", "cl:", "used in",
@@ -32,7 +32,7 @@ sb sth sb's sth's etc one person used also old kind particle classifier somethin
 word words variant abbr lit fig esp pr pron coll slang dialect literary archaic interj onom written
 """.split())
 HEADER = """\
-# ctxd zh-en 1: Chinese-English keywords for recall (ctxd/memory/zh_en.py), one
+# ctxd zh-en 1: Chinese-English keywords for recall (ctxd/memory/recall/zh_en.py), one
 # "headword<TAB>english words" a line, sorted by headword (UTF-8 bytes).
 # Derived from CC-CEDICT ({date}, {entries} entries), published by MDBG,
 # https://www.mdbg.net/chinese/dictionary?page=cc-cedict
@@ -69,7 +69,7 @@ def a_name(pinyin, glosses):
 
 def read(path):
     """{headword: [gloss, ...]} of the entries worth keeping, plus the source's date and size."""
-    from ctxd.memory.zh_en import RUN
+    from ctxd.memory.recall.zh_en import RUN
 
     senses, date, entries = {}, "?", 0
     with open(path, encoding="utf-8") as f:
@@ -94,7 +94,7 @@ def read(path):
 
 def main(path):
     sys.path.insert(0, os.path.join(HERE, ".."))
-    from ctxd.memory.recall import _STOP_EN
+    from ctxd.memory.recall.ranked import _STOP_EN
 
     senses, date, entries = read(path)
     lines = [f"{head}\t{' '.join(keywords(glosses, _STOP_EN))}\n" for head, glosses in senses.items()]

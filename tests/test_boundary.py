@@ -33,8 +33,8 @@ def domain_errors():
     from ctxd.activation.contextrc import RcError
     from ctxd.handoff.archive_schema import ArchiveError
     from ctxd.agents.base import HookError
-    from ctxd.memory.importing import ImportFailed
-    from ctxd.memory.store_errors import StoreCorrupt
+    from ctxd.memory.ingest.importing import ImportFailed
+    from ctxd.memory.store.errors import StoreCorrupt
 
     return [HookError("the payload has no cwd"), ImportFailed("x.jsonl: cannot tell which tool wrote it"),
             StoreCorrupt("the store is corrupt: run ctxd chat recover"), ArchiveError("no such archive"),

@@ -87,7 +87,7 @@ def messages(project):
 
 
 def add_messages(project, items):
-    from ctxd.memory import render
+    from ctxd.memory.context import render
     from ctxd.memory.project import locate, open_store
 
     p = locate(str(project))

@@ -279,7 +279,7 @@ def test_garbage_store_fails_with_the_recovery_command(home, tmp_path):
 def test_damaged_pages_fail_the_integrity_check_and_the_fix_recovers(home, tmp_path):
     py = project(tmp_path)
     assert ctxd(home, "chat", "add", "hello there", cwd=py).returncode == 0
-    from ctxd.memory.store import Store
+    from ctxd.memory.store.db import Store
 
     context_dir = os.path.dirname(_store_path(home, py))
     with Store(context_dir) as s:  # bulk: one process instead of 300
@@ -401,7 +401,7 @@ def test_doctor_says_whether_the_startup_copy_of_the_hook_is_current(tmp_path):
 # -- recall: which model, how far embedding has come ---------------------------------------------
 
 def test_doctor_names_the_recall_model_and_how_far_embedding_has_come(home, tmp_path):
-    from ctxd.memory import embed
+    from ctxd.memory.recall import embed
 
     try:
         embed.model()

@@ -1,4 +1,4 @@
-"""Vectors for recall (ctxd.memory.embed): the scan of every vector's sign bits finds what a
+"""Vectors for recall (ctxd.memory.recall.embed): the scan of every vector's sign bits finds what a
 row-by-row count finds; the background embedder (the semantic extra) never stands in the way:
 an import answers lexically as soon as it returns, and an AI CLI hook completes while
 `ctxd chat embed` writes. Real processes; assertions on outcomes, never on how long anything took."""
@@ -19,10 +19,10 @@ import pytest
 
 from ctxd import paths
 from ctxd.activation.fileio import Busy, locked
-from ctxd.memory import embed
+from ctxd.memory.recall import embed
 from ctxd.memory.core import ProjectMemory
 from ctxd.memory.project import locate
-from ctxd.memory.store import Store
+from ctxd.memory.store.db import Store
 
 CTXD = shutil.which("ctxd")
 SID = "9d1c7e52-4b0a-4f3e-8a61-2c5e7b9d0f13"

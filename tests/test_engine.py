@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from ctxd.memory import engine, fact_merge, facts, render_formats
-from ctxd.memory.store import Store
-from ctxd.memory.tokens import estimate
+from ctxd.memory.context import engine, fact_merge, facts, render_formats
+from ctxd.memory.store.db import Store
+from ctxd.memory.text.tokens import estimate
 from ctxdtest import ctxd
 
 
@@ -174,7 +174,7 @@ def test_task_working_memory(tmp_path):
 def test_markdown_is_a_session_memory(store):
     """The 9-part layout, filled from typed events: the edits, the failing and the fixing test
     run, the commit, the todo list; questions a reply answered are no longer open."""
-    from ctxd.memory import items
+    from ctxd.memory.store import items
 
     c = dict(session="s1", source="claude")
     n = iter(range(100))

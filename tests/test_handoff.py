@@ -12,7 +12,7 @@ import pytest
 
 from ctxd.errors import ExitCode
 from ctxd.handoff import archive, archive_schema, build, environment, learner
-from ctxd.memory.store import Store
+from ctxd.memory.store.db import Store
 from ctxdtest import ctxd, write_config
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -52,7 +52,7 @@ def ctxd(project, *args):
 
 
 def paths(project):
-    from ctxd.memory.layout import MemoryPaths
+    from ctxd.memory.store.layout import MemoryPaths
     from ctxd.memory.project import locate
 
     return MemoryPaths(locate(str(project)).context_dir)
@@ -129,7 +129,7 @@ def test_a_turn_end_hook_does_not_render_but_starts_the_refresh(project, tmp_pat
     """In process, so the hook's own work is seen apart from the refresh it starts."""
     from ctxd.agents import ai_cli
     from ctxd.integrations import agent_hooks
-    from ctxd.memory import summarizer
+    from ctxd.memory.context import summarizer
 
     p = seeded(project)
     started = []
@@ -152,7 +152,7 @@ def test_refresh_renders_a_stale_context_md_and_keeps_the_session_start_injectio
 def test_a_refresh_asked_for_while_one_runs_is_another_round_not_a_process(project, monkeypatch):
     """A burst of hooks during a long fact extraction must not queue a process each."""
     from ctxd.activation.fileio import locked
-    from ctxd.memory import summarizer
+    from ctxd.memory.context import summarizer
     from ctxd.memory.project import locate
 
     p = seeded(project)
@@ -230,7 +230,7 @@ def test_session_start_right_after_a_prompt_injects_that_prompt(tool, project):
 
 
 def test_a_render_that_fails_leaves_context_md_stale(project, monkeypatch):
-    from ctxd.memory import render
+    from ctxd.memory.context import render
     from ctxd.memory.core import ProjectMemory
 
     p = seeded(project)
@@ -252,9 +252,9 @@ def test_the_prompt_hook_imports_no_context_engine(project):
             f"sys.stdin = io.TextIOWrapper(io.BytesIO({prompt_payload('claude', project).encode()!r}))\n"
             "from ctxd.fastpath import console_entry\n"
             "try:\n    console_entry.main()\nexcept SystemExit:\n    pass\n"
-            "print(sorted(m for m in ('ctxd.memory.engine', 'ctxd.memory.fact_merge', 'ctxd.memory.modes',"
-            " 'ctxd.memory.summary_cache', 'ctxd.memory.render_formats', 'ctxd.memory.facts',"
-            " 'ctxd.memory.session', 'ctxd.memory.summarizer', 'subprocess', 'click') if m in sys.modules))")
+            "print(sorted(m for m in ('ctxd.memory.context.engine', 'ctxd.memory.context.fact_merge', 'ctxd.memory.context.modes',"
+            " 'ctxd.memory.context.summary_cache', 'ctxd.memory.context.render_formats', 'ctxd.memory.context.facts',"
+            " 'ctxd.memory.context.session', 'ctxd.memory.context.summarizer', 'subprocess', 'click') if m in sys.modules))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.stdout.strip().splitlines()[-1] == "[]", r.stdout + r.stderr
     from ctxd.memory.core import ProjectMemory

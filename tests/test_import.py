@@ -1,4 +1,4 @@
-"""Importers (ctxd.agents, ctxd.memory.importing) against the contract samples, and `ctxd chat import`."""
+"""Importers (ctxd.agents, ctxd.memory.ingest.importing) against the contract samples, and `ctxd chat import`."""
 
 import json
 import os
@@ -15,11 +15,11 @@ from ctxd.agents import claude, codex_rollout, gemini
 from ctxd.agents.base import Forget, Malformed, ParseCursor, ReadFromStart
 from ctxd.agents.claude import claude_prompt_dedup
 from ctxd.agents.common import timestamp
-from ctxd.memory import importing as im
-from ctxd.memory.importing import import_file, import_transcript
-from ctxd.memory import items
-from ctxd.memory.redact import Redactor
-from ctxd.memory.store import Store
+from ctxd.memory.ingest import importing as im
+from ctxd.memory.ingest.importing import import_file, import_transcript
+from ctxd.memory.store import items
+from ctxd.memory.text.redact import Redactor
+from ctxd.memory.store.db import Store
 from ctxdtest import ctxd
 
 CONTRACTS = os.path.join(os.path.dirname(__file__), "contracts")
@@ -538,8 +538,8 @@ def test_peak_memory_stays_small_on_a_big_file(tmp_path):
     # VmHWM (peak RSS of this address space), not getrusage's ru_maxrss: Linux keeps
     # ru_maxrss across exec, so a child forked from a big pytest process inherits its peak.
     code = ("import sys\n"
-            "from ctxd.memory.store import Store\n"
-            "from ctxd.memory.importing import import_file\n"
+            "from ctxd.memory.store.db import Store\n"
+            "from ctxd.memory.ingest.importing import import_file\n"
             "s = Store(sys.argv[2])\n"
             "r = import_file(s, sys.argv[1])\n"
             "hwm = [l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM:')][0]\n"

@@ -1,4 +1,4 @@
-"""The typed conversation model (ctxd.memory.items): tool-call reading, user-line classification,
+"""The typed conversation model (ctxd.memory.store.items): tool-call reading, user-line classification,
 and re-parsing what earlier importers flattened into text."""
 
 import json
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxd.memory import items
+from ctxd.memory.store import items
 
 PATCH = ("*** Begin Patch\n*** Update File: src/a.py\n@@\n-x\n+y\n*** Add File: src/b.py\n+new\n"
          "*** Delete File: old.txt\n*** Update File: src/c.py\n*** Move to: src/d.py\n@@\n-a\n+b\n*** End Patch\n")

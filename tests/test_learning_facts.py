@@ -3,8 +3,9 @@ the assistant thinking aloud is never a fact (issue 23). Real store, the real fa
 
 import pytest
 
-from ctxd.memory import fact_merge, facts, items
-from ctxd.memory.store import Store
+from ctxd.memory.context import fact_merge, facts
+from ctxd.memory.store import items
+from ctxd.memory.store.db import Store
 
 
 @pytest.fixture

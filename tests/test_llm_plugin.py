@@ -61,7 +61,7 @@ def llm_home(tmp_path, monkeypatch):
 
 @pytest.fixture
 def project(tmp_path):
-    from ctxd.memory import render
+    from ctxd.memory.context import render
     from ctxd.memory.project import locate, open_store
 
     root = tmp_path / "proj"
@@ -128,7 +128,7 @@ def test_llm_fragments_loaders_documents_the_prefix():
 
 def test_importing_ctxd_never_imports_llm():
     code = ("import sys, ctxd, ctxd.integrations.install, ctxd.integrations.contextfiles, "
-            "ctxd.commands.context, ctxd.memory.engine; assert 'llm' not in sys.modules, 'llm imported'")
+            "ctxd.commands.context, ctxd.memory.context.engine; assert 'llm' not in sys.modules, 'llm imported'")
     r = run([sys.executable, "-c", code])
     assert r.returncode == 0, r.stderr
 

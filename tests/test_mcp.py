@@ -16,7 +16,7 @@ import pytest
 from ctxd.handoff import archive as arch
 from ctxd.handoff import archive_schema
 from ctxd.memory.project import locate, open_store
-from ctxd.memory.store import DB_NAME
+from ctxd.memory.store.db import DB_NAME
 
 SECRET = "sk-abcdefghijklmnopqrstuvwx1234"
 PLANTED = "The launch deadline is 2026-12-01 and the budget is at most 25,000 USD."

@@ -17,8 +17,8 @@ def test_wheel_ships_hook_templates_and_renders_hooks_from_them(tmp_path):
         names = set(z.namelist())
         for shell in ("bash", "zsh", "fish"):
             assert f"ctxd/_shell/ctxd.{shell}" in names
-        assert "ctxd/memory/gitleaks.toml" in names  # the redactor's rule set
-        assert "ctxd/memory/zh_en.txt" in names  # recall's Chinese-English keywords (CC BY-SA 4.0)
+        assert "ctxd/memory/text/gitleaks.toml" in names  # the redactor's rule set
+        assert "ctxd/memory/recall/zh_en.txt" in names  # recall's Chinese-English keywords (CC BY-SA 4.0)
         z.extractall(tmp_path / "site")
     # rendered from the installed copy (not from this checkout's shell/)
     code = ("import sys; sys.path.insert(0, sys.argv[1]); from ctxd.shells.base import template_path; "

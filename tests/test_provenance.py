@@ -13,10 +13,10 @@ import pytest
 
 from ctxd.handoff import archive as arch
 from ctxd.handoff import archive_schema
-from ctxd.memory import importing as im
-from ctxd.memory import items
-from ctxd.memory.store import Store
-from ctxd.memory.store_schema import SCHEMA_VERSION
+from ctxd.memory.ingest import importing as im
+from ctxd.memory.store import items
+from ctxd.memory.store.db import Store
+from ctxd.memory.store.schema import SCHEMA_VERSION
 from ctxdtest import ctxd
 
 REAL = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
@@ -198,7 +198,7 @@ def test_sync_push_does_not_carry_generated_text(project, tmp_path):
                  dict(kind="prompt", content=_teach_prompt(), session="s", source="claude")])
     st.close()
     from ctxd.memory.core import ProjectMemory
-    from ctxd.memory.sync import Sync
+    from ctxd.memory.sync.sharing import Sync
 
     with ProjectMemory.at(str(root)) as mem:
         sent = [it for it in Sync(mem).pending_items({}) if it["t"] == "msg"]
@@ -248,7 +248,7 @@ def _handoff(root, transcript):
 
 
 def test_coding_handoff_carries_the_sessions_end_state_cwd_and_branch(project):
-    from ctxd.memory import facts
+    from ctxd.memory.context import facts
 
     root, _ctx = project
     a, md = _handoff(root, SUBAGENT)
@@ -307,7 +307,7 @@ def test_codex_notify_and_gemini_hook_context_keep_only_the_typed_words(project)
 
 
 def test_a_subagents_last_reply_and_todo_list_are_not_the_sessions_end_state(store, tmp_path):
-    from ctxd.memory import session as session_mod
+    from ctxd.memory.context import session as session_mod
 
     path = _subagent_transcript(tmp_path)
     last_ts = max(d["timestamp"] for d in _lines(SUBAGENT) if d.get("timestamp"))

@@ -21,9 +21,9 @@ from ctxd import isotime
 from ctxd import agents
 from ctxd.agents import codex_rollout, llm
 from ctxd.agents.base import Malformed, ParseCursor
-from ctxd.memory import importing as im
-from ctxd.memory import items
-from ctxd.memory.store import Store
+from ctxd.memory.ingest import importing as im
+from ctxd.memory.store import items
+from ctxd.memory.store.db import Store
 
 REAL = os.path.join(os.path.dirname(__file__), "contracts", "real")
 
@@ -65,7 +65,7 @@ EXPECTED = {
     "llm/logs-llm0.31-upgraded-to-0.36.db": (
         "llm", {"prompt": 5, "reply": 6, "tool_call": 1, "tool_result": 1, "meta": 1}, []),
 }
-# What the CLIs put on a user line themselves (checked without ctxd.memory.items, on the raw text)
+# What the CLIs put on a user line themselves (checked without ctxd.memory.store.items, on the raw text)
 INJECTED = ("[Request interrupted", "<command-", "<local-command", "Caveat: The messages below", "<task-notification",
             "<turn_aborted>", "<user_shell_command>", "<subagent_notification>", "<environment_context>",
             "<user_instructions>", "# AGENTS.md", "<permissions instructions>", "<hook_context>", "<state_snapshot>",

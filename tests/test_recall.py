@@ -1,4 +1,4 @@
-"""Ranked recall (ctxd.memory.recall) on the real store: terms, ranking, pairing, budgets, bad input."""
+"""Ranked recall (ctxd.memory.recall.ranked) on the real store: terms, ranking, pairing, budgets, bad input."""
 
 import json
 import os
@@ -8,9 +8,9 @@ import sys
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from ctxd.memory import recall
-from ctxd.memory.store import Store
-from ctxd.memory.tokens import estimate
+from ctxd.memory.recall import ranked as recall
+from ctxd.memory.store.db import Store
+from ctxd.memory.text.tokens import estimate
 from ctxdtest import ctxd
 
 TURNS = [
@@ -220,7 +220,7 @@ def test_fast_entry_parser_takes_only_its_grammar():
 
 def _needs_model():
     """The model, or: fail under CI (the test extra installs it), skip on a machine without it."""
-    from ctxd.memory import embed
+    from ctxd.memory.recall import embed
 
     try:
         return embed.model()
@@ -249,7 +249,7 @@ def hobbies(tmp_path):
 
 def test_meaning_finds_a_turn_that_shares_no_word_with_the_question(hobbies):
     _needs_model()
-    from ctxd.memory import embed
+    from ctxd.memory.recall import embed
 
     q = "Which hobby helps with stress?"  # no word of the pottery turn
     assert recall.meaning(hobbies, q) == []  # nothing embedded yet: lexical only
@@ -262,7 +262,7 @@ def test_meaning_finds_a_turn_that_shares_no_word_with_the_question(hobbies):
 
 def test_a_chinese_question_over_english_turns(hobbies):
     _needs_model()
-    from ctxd.memory import embed
+    from ctxd.memory.recall import embed
 
     q = "哪个爱好能帮人减压？"
     assert recall.rank(hobbies, q, semantic=False) == []  # nothing lexical in common
@@ -275,7 +275,7 @@ def test_a_gate_embeds_the_question_only_when_the_lexical_ranking_passes(hobbies
     """Per-prompt recall asks the lexical ranking first: a prompt the history cannot answer is
     never embedded (the model is the hook's slowest step); one it can is ranked with meaning."""
     _needs_model()
-    from ctxd.memory import embed
+    from ctxd.memory.recall import embed
 
     embed.backfill(hobbies)
     asked = []
@@ -297,7 +297,7 @@ def test_per_prompt_recall_answers_lexically_when_the_lexical_side_took_its_shar
     SEMANTIC_BEFORE of the time limit; past it (a large store, a busy machine) the lexical
     ranking is injected, never nothing for want of time."""
     _needs_model()
-    from ctxd.memory import embed
+    from ctxd.memory.recall import embed
 
     embed.backfill(hobbies)
     asked = []
@@ -314,7 +314,7 @@ def test_per_prompt_recall_answers_lexically_when_the_lexical_side_took_its_shar
 
 def test_embedding_resumes_and_follows_deletions_and_edits(hobbies):
     _needs_model()
-    from ctxd.memory import embed
+    from ctxd.memory.recall import embed
 
     assert embed.backfill(hobbies, limit=1) >= 1
     left = embed.backlog(hobbies)
@@ -343,7 +343,7 @@ def test_no_model_and_a_broken_model_leave_recall_lexical_with_one_log_line(tmp_
     env["PYTHONPATH"] = os.pathsep.join([str(fake.parent)] + [p for p in sys.path if p])
     db = json.loads(ctxd("paths", "--json", cwd=proj, env=env).stdout)["store"]
     import sqlite3
-    from ctxd.memory import embed
+    from ctxd.memory.recall import embed
 
     with sqlite3.connect(db) as c:  # vectors exist (as if a working model had embedded them)
         c.execute("INSERT INTO embeddings(id, model, scale, bits, vec) VALUES (1, ?, 0.01, ?, ?)",
@@ -363,7 +363,7 @@ def test_no_model_and_a_broken_model_leave_recall_lexical_with_one_log_line(tmp_
 
 def test_a_turn_is_embedded_with_the_one_before_it_in_its_session(tmp_path):
     m = _needs_model()
-    from ctxd.memory import embed
+    from ctxd.memory.recall import embed
 
     s = Store(str(tmp_path / "ctx"))
     turns = [("prompt", "What do you do to unwind after work?", "a"), ("reply", "Mostly pottery, every weekend.", "a"),
@@ -383,7 +383,7 @@ def test_a_turn_is_embedded_with_the_one_before_it_in_its_session(tmp_path):
 
 def test_rows_of_an_earlier_model_are_embedded_again(hobbies):
     _needs_model()
-    from ctxd.memory import embed
+    from ctxd.memory.recall import embed
 
     hobbies.db.execute("INSERT INTO embeddings(id, model, scale, bits, vec) VALUES (1, 'e5-small-q4', 0.01, ?, ?)",
                        (bytes(48), bytes(384)))
@@ -392,7 +392,7 @@ def test_rows_of_an_earlier_model_are_embedded_again(hobbies):
 
 
 def test_a_long_question_is_embedded_by_its_start_and_end():
-    from ctxd.memory import embed
+    from ctxd.memory.recall import embed
 
     assert embed.question("  When is the  cutover? ") == "When is the cutover?"
     long = "log line\n" * 5000 + "so when is the cutover?"

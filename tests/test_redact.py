@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxd.memory.redact import Redactor, from_config, looks_secret
+from ctxd.memory.text.redact import Redactor, from_config, looks_secret
 from ctxdtest import ctxd
 
 REAL = Path(__file__).parent / "contracts" / "real"
@@ -142,8 +142,8 @@ def test_redaction_leaves_ordinary_text_and_is_configurable():
 
 
 # -- one realistic (fake) sample of every common kind: the raw value never survives ---------------
-# Each is shaped like the real thing (prefix, length, alphabet); gitleaks' rules (ctxd.memory.gitleaks)
-# and ctxd's own (ctxd.memory.redact.BUILTIN) share the work.
+# Each is shaped like the real thing (prefix, length, alphabet); gitleaks' rules (ctxd.memory.text.gitleaks)
+# and ctxd's own (ctxd.memory.text.redact.BUILTIN) share the work.
 
 AN = string.ascii_letters + string.digits
 UP = string.ascii_uppercase + string.digits
@@ -314,7 +314,7 @@ def test_rules_can_be_disabled_and_added():
 
 
 def test_gitleaks_patterns_translate_to_python():
-    from ctxd.memory.gitleaks import translate
+    from ctxd.memory.text.gitleaks import translate
 
     assert translate(r"SG\.(?i)[a-z0-9=_\-\.]{66}") == r"SG\.(?i:[a-z0-9=_\-\.]{66})"  # mid-pattern flags
     assert translate(r"\b(p8e-(?i)[a-z]{4})(?:x|$)") == r"\b(p8e-(?i:[a-z]{4}))(?:x|$)"  # scoped to their group
@@ -327,7 +327,7 @@ def test_the_vendored_gitleaks_rules_load_whole():
     """Every rule of the vendored file translates and compiles; the file names its version and license."""
     import tomllib
 
-    from ctxd.memory import gitleaks
+    from ctxd.memory.text import gitleaks
 
     head = Path(gitleaks.PATH).read_text().splitlines()[:6]
     assert re.match(r"# gitleaks \d+\.\d+\.\d+ default configuration", head[0]) and "# MIT License" in head

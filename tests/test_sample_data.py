@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from ctxd.memory.tokens import estimate
+from ctxd.memory.text.tokens import estimate
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "conversations")
 GENERATOR = os.path.join(DATA, "generate.py")
@@ -134,8 +134,8 @@ def test_the_generator_reproduces_the_files(tmp_path):
 def test_conversation_imports_as_typed_items(name, tmp_path):
     """What the benchmark does first: `ctxd chat import` of the file, every line one item of the
     kind its role means (user -> prompt, assistant -> reply, tool -> tool_result)."""
-    from ctxd.memory.importing import import_file
-    from ctxd.memory.store import Store
+    from ctxd.memory.ingest.importing import import_file
+    from ctxd.memory.store.db import Store
 
     turns, _ = load(name)
     with Store(str(tmp_path / "ctx")) as store:

@@ -1,4 +1,4 @@
-"""The session memory built from typed events (ctxd.memory.session), on the real transcripts in
+"""The session memory built from typed events (ctxd.memory.context.session), on the real transcripts in
 tests/contracts/real/ (README there). Expected values are read from the raw JSON here, not
 through ctxd's importers."""
 
@@ -9,9 +9,11 @@ from functools import partial
 
 import pytest
 
-from ctxd.memory import importing as im
-from ctxd.memory import engine, fact_merge, facts, items, render, render_formats, session, session_text, session_tools, summary_cache, tokens
-from ctxd.memory.store import Store
+from ctxd.memory.ingest import importing as im
+from ctxd.memory.context import engine, fact_merge, facts, render, render_formats, session, session_text, session_tools, summary_cache
+from ctxd.memory.store import items
+from ctxd.memory.text import tokens
+from ctxd.memory.store.db import Store
 import ctxdtest
 
 REAL = os.path.join(os.path.dirname(__file__), "contracts", "real")

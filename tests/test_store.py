@@ -11,10 +11,10 @@ import time
 import pytest
 
 from ctxd.errors import ExitCode
-from ctxd.memory.redact import Redactor
-from ctxd.memory.store import Store, recover
-from ctxd.memory.store_errors import StoreCorrupt, StoreError
-from ctxd.memory.store_schema import SCHEMA_VERSION
+from ctxd.memory.text.redact import Redactor
+from ctxd.memory.store.db import Store, recover
+from ctxd.memory.store.errors import StoreCorrupt, StoreError
+from ctxd.memory.store.schema import SCHEMA_VERSION
 from ctxdtest import ctxd
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -82,7 +82,7 @@ def test_forget_variants(tmp_path):
 WRITER = r"""
 import sys
 sys.path.insert(0, {repo!r})
-from ctxd.memory.store import Store
+from ctxd.memory.store.db import Store
 s = Store({d!r})
 for i in range({n}):
     s.add("user", f"w{{sys.argv[1]}}-{{i}}", session=sys.argv[1])
@@ -213,7 +213,7 @@ def test_recover_of_a_file_that_is_not_sqlite_keeps_it_and_starts_clean(tmp_path
 def test_order_is_when_it_happened_not_when_it_was_imported(tmp_path):
     """Two sessions imported newest first: the recent turns, the last session and the summary's
     dates follow the messages' own times."""
-    from ctxd.memory import engine
+    from ctxd.memory.context import engine
 
     s = Store(str(tmp_path / "ctx"))
     day = 86400

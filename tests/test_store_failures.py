@@ -48,7 +48,7 @@ def context_dir(project):
 
 
 def seed(project, texts=("the cutover is on Friday",)):
-    from ctxd.memory import render
+    from ctxd.memory.context import render
     from ctxd.memory.project import locate, open_store
 
     p = locate(str(project))

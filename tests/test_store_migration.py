@@ -14,10 +14,10 @@ import sys
 
 import pytest
 
-from ctxd.memory import items
-from ctxd.memory.store import Store
-from ctxd.memory.store_errors import StoreError
-from ctxd.memory.store_schema import SCHEMA_VERSION
+from ctxd.memory.store import items
+from ctxd.memory.store.db import Store
+from ctxd.memory.store.errors import StoreError
+from ctxd.memory.store.schema import SCHEMA_VERSION
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "data", "stores", "v4-real-imports.db")
 
@@ -99,7 +99,7 @@ def connect(*a, **kw):
     db.set_trace_callback(trace)
     return db
 sqlite3.connect = connect
-from ctxd.memory.store import Store
+from ctxd.memory.store.db import Store
 Store({str(d)!r})
 """
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -151,7 +151,7 @@ def test_typed_fields_round_trip(tmp_path):
 
 
 def test_secrets_in_tool_arguments_are_redacted(tmp_path):
-    from ctxd.memory import redact
+    from ctxd.memory.text import redact
 
     with Store(str(tmp_path / "ctx"), redactor=redact.from_config({})) as st:
         secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"

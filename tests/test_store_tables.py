@@ -10,8 +10,8 @@ import pytest
 
 from ctxd.errors import CtxdError
 from ctxd.handoff import knowledge
-from ctxd.memory import fact_merge, facts as facts_mod, tasks
-from ctxd.memory.store import Store
+from ctxd.memory.context import fact_merge, facts as facts_mod, tasks
+from ctxd.memory.store.db import Store
 
 REAL = "/work/shared/data/real-transcripts"
 
@@ -164,7 +164,7 @@ def test_refresh_skips_a_batch_another_process_did(store, tmp_path):
 
 
 def test_real_transcript_facts_do_not_depend_on_the_batch_size(tmp_path):
-    from ctxd.memory import importing
+    from ctxd.memory.ingest import importing
 
     path = os.path.join(REAL, "claude", "tool_heavy.jsonl")
     results = []
@@ -288,7 +288,7 @@ def test_a_capped_refresh_does_not_queue_behind_another_refresher(store, tmp_pat
     import subprocess
     import sys
 
-    from ctxd.memory.layout import MemoryPaths
+    from ctxd.memory.store.layout import MemoryPaths
 
     store.add("user", "Budget at most 100 USD.")
     lock = MemoryPaths(store.dir).facts_lock
@@ -309,7 +309,7 @@ def test_a_capped_refresh_does_not_queue_behind_another_refresher(store, tmp_pat
 def test_a_catch_up_extracts_facts_outside_the_write_lock_in_short_batches(store, monkeypatch):
     """A hook's write waits at most 0.2 s for the store; a catch-up over a big import must not
     hold the write lock while it runs the fact rules (2,000 messages held it ~500 ms)."""
-    from ctxd.memory import facts as facts_mod
+    from ctxd.memory.context import facts as facts_mod
 
     for i in range(fact_merge.BATCH + 5):
         store.add("user", f"We must keep the budget under {i} USD.")

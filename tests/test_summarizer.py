@@ -4,8 +4,8 @@ import json
 import os
 import time
 
-from ctxd.memory import summarizer
-from ctxd.memory.store import Store
+from ctxd.memory.context import summarizer
+from ctxd.memory.store.db import Store
 from ctxdtest import ctxd
 
 

@@ -20,7 +20,7 @@ import pytest
 from ctxd.handoff import archive
 from ctxd.handoff.core import ProjectHandoffs
 from ctxd.memory.core import ProjectMemory
-from ctxd.memory import sync as sync_mod, sync_git, sync_segments
+from ctxd.memory.sync import sharing as sync_mod, git as sync_git, segments as sync_segments
 from ctxdtest import ctxd
 
 GIT = shutil.which("git")
@@ -602,7 +602,7 @@ def test_doctor_checks_the_remote_and_the_ref(world):
 
 
 def test_the_migration_keeps_old_stores_and_adds_the_sync_tables(tmp_path):
-    from ctxd.memory.store import Store
+    from ctxd.memory.store.db import Store
 
     fixture = os.path.join(os.path.dirname(__file__), "data", "stores", "v4-real-imports.db")
     d = tmp_path / "ctx"

@@ -11,7 +11,7 @@ from ctxd.handoff import archive as arch
 from ctxd.handoff import archive_schema
 from ctxd.handoff import knowledge as kn
 from ctxd.handoff import teach
-from ctxd.memory.store import Store
+from ctxd.memory.store.db import Store
 from ctxdtest import ctxd
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

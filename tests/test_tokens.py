@@ -1,4 +1,4 @@
-"""Token estimates and exact counts (ctxd.memory.tokens) and the model table (ctxd.memory.models)."""
+"""Token estimates and exact counts (ctxd.memory.text.tokens) and the model table (ctxd.memory.text.models)."""
 
 import importlib.util
 import os
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from ctxd.activation import config as config_mod
 from ctxd.errors import ConfigError, CtxdError, ExitCode
-from ctxd.memory import models, tokens
+from ctxd.memory.text import models, tokens
 
 ENGLISH = ("The date parser test fails on CI but not locally. It looks like the time zone "
            "differs between the two machines, so the expected hour is off by eight.\n")
@@ -178,7 +178,7 @@ def test_count_falls_back_in_a_process_that_cannot_import_the_extra(tmp_path):
                     raise ImportError("blocked for the test")
 
         sys.meta_path.insert(0, Block())
-        from ctxd.memory import tokens
+        from ctxd.memory.text import tokens
         info = tokens.count_info("hello world, 你好", "o200k_base")
         assert not info.exact and info.method == "estimate", info
         assert info.tokens == tokens.estimate("hello world, 你好", "o200k_base")

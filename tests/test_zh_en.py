@@ -1,4 +1,4 @@
-"""Chinese questions over English turns: the vendored keyword list (ctxd/memory/zh_en.txt),
+"""Chinese questions over English turns: the vendored keyword list (ctxd/memory/recall/zh_en.txt),
 segmentation, translation, and recall with it on the real store."""
 
 import os
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ctxd import paths
-from ctxd.memory import recall, zh_en
-from ctxd.memory.store import Store
+from ctxd.memory.recall import ranked as recall, zh_en
+from ctxd.memory.store.db import Store
 
 
 @pytest.fixture(autouse=True)
@@ -180,10 +180,10 @@ def test_any_text_is_a_question(store_en, q):
 
 
 def test_an_english_question_never_opens_the_list(tmp_path):
-    code = ("import sys; from ctxd.memory import recall; from ctxd.memory.store import Store\n"
+    code = ("import sys; from ctxd.memory.recall import ranked as recall; from ctxd.memory.store.db import Store\n"
             f"s = Store({str(tmp_path / 'ctx')!r})\n"
             "s.add_many([dict(kind='prompt', content='camping at the lake', session='s', ts=1, dedup='a')])\n"
             "recall.recall(s, 'when did we go camping?', 300)\n"
-            "print('ctxd.memory.zh_en' in sys.modules)\n")
+            "print('ctxd.memory.recall.zh_en' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "False", out.stderr

@@ -2,7 +2,7 @@
 
 A ``TranscriptFormat`` knows one tool's transcript files: how to tell one (``sniff_*``) and
 how to read one into typed items (``parse``), as ``ctxd.shells.base.Shell`` knows one shell's
-text. ``ctxd.memory.importing`` (the import driver) calls them through the registry in
+text. ``ctxd.memory.ingest.importing`` (the import driver) calls them through the registry in
 ``ctxd.agents``. An ``AgentTool`` is a TranscriptFormat whose tool is an AI CLI that runs
 ctxd's hooks (Claude Code, Codex, Gemini CLI), and knows the rest of it: its settings and
 hook events (``ctxd.integrations.install``), what its hook payloads become
@@ -11,7 +11,7 @@ hook events (``ctxd.integrations.install``), what its hook payloads become
 
 A parser yields, line by line:
 
-- records of the typed model (``ctxd.memory.items``) for ``Store.add_many``, each with a
+- records of the typed model (``ctxd.memory.store.items``) for ``Store.add_many``, each with a
   ``dedup`` key unique and stable across re-imports, so importing a file twice adds nothing;
 - ``Malformed(line_no, reason)`` for a line it cannot use (counted and reported, never fatal);
 - ``Forget(keys)`` when messages imported earlier must go (a Gemini rewind): the rows whose
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import BinaryIO
 
-    from ctxd.memory.items import Record
+    from ctxd.memory.store.items import Record
 
 Malformed = namedtuple("Malformed", "line_no reason")  # a line that could not be used
 Forget = namedtuple("Forget", "keys")  # dedup keys (and their "key:..." children) to delete

@@ -102,7 +102,7 @@ class Codex(AgentTool):
         last = payload_text(payload, "last-assistant-message")
         if _is_title_turn(inputs, last):
             return None
-        from ctxd.memory.store_errors import StoreUnavailable
+        from ctxd.memory.store.errors import StoreUnavailable
 
         mem = driver.project_memory(payload)
         try:

@@ -9,7 +9,7 @@ import re
 from ctxd.agents.base import Malformed, ParseCursor
 from ctxd.agents.common import (as_subagent, call_record, dumps, first_json, json_lines, json_object, lines,
                                 record, result_record, text_parts, timestamp, with_env)
-from ctxd.memory import items
+from ctxd.memory.store import items
 
 _RESPONSE_ITEMS = ("message", "function_call", "function_call_output", "custom_tool_call",
                    "custom_tool_call_output", "local_shell_call", "reasoning", "web_search_call")

@@ -3,7 +3,7 @@
 import json
 
 from ctxd.agents.base import Malformed
-from ctxd.memory import items
+from ctxd.memory.store import items
 
 SNIFF_LINE_BYTES = 1 << 20  # at most this much of a line is read to tell a format
 
@@ -22,7 +22,7 @@ def timestamp(value):
 
 
 def record(kind, content, session, source, dedup, ts=None, importance=None, **typed):
-    """A record of the typed model (ctxd.memory.items): kind, content and the fields the kind carries."""
+    """A record of the typed model (ctxd.memory.store.items): kind, content and the fields the kind carries."""
     return items.record(kind, content, session=session, source=source, dedup=dedup, ts=ts,
                         importance=importance, **typed)
 

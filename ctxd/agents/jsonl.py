@@ -9,7 +9,7 @@ import re
 from ctxd.agents.base import Evidence, Malformed, TranscriptFormat
 from ctxd.agents.common import (call_record, json_object, lines, record, result_record, sha, text_parts,
                                 timestamp, user_record)
-from ctxd.memory import items
+from ctxd.memory.store import items
 
 _JSONL_ROLES = {"user": "user", "assistant": "assistant", "system": "system", "tool": "tool",
                 "developer": "system", "function": "tool"}

@@ -1,5 +1,5 @@
 """Simon Willison's llm ``logs.db`` (both schemas, tool calls included), read through
-``ctxd.memory.store_llm`` (SQL stays in the store modules)."""
+``ctxd.memory.store.llm`` (SQL stays in the store modules)."""
 
 import json
 
@@ -79,7 +79,7 @@ def parse_llm(path, cursor):
     payload, tool_name). The legacy ``responses`` rows are imported too, except
     those also logged as turns (same id) during the dual-write releases.
     """
-    from ctxd.memory.store_llm import DatabaseError, LlmLogs
+    from ctxd.memory.store.llm import DatabaseError, LlmLogs
 
     try:
         db = LlmLogs(path)

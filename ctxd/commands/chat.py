@@ -69,7 +69,7 @@ def log(limit, session, json_):
 def search(query, limit, json_):
     """Search the project's conversation, best match first (any language; the question's
     words, stemmed, any of them; whole phrases count more). Each hit with a snippet."""
-    from ctxd.memory.recall import snippet
+    from ctxd.memory.recall.ranked import snippet
 
     with _memory() as mem:
         mem.store(create=False)
@@ -197,7 +197,7 @@ def embed():
     The detached `ctxd chat refresh` after each turn and import does the same; this waits
     for it. Resumable: an interrupted run keeps what it embedded.
     """
-    from ctxd.memory import embed as embed_mod
+    from ctxd.memory.recall import embed as embed_mod
 
     with _memory() as mem:
         store = mem.store(create=False)

@@ -11,7 +11,7 @@ import click
 
 from ctxd.tab_complete import FILE
 from ctxd.errors import ExitCode
-from ctxd.memory.importing import FORMATS, ImportFailed, detect_format, import_file
+from ctxd.memory.ingest.importing import FORMATS, ImportFailed, detect_format, import_file
 
 FORMAT_CHOICES = ("auto",) + FORMATS
 IN_FOLDERS = (".jsonl", ".json", ".aider.chat.history.md", "logs.db")  # what a folder's import takes

@@ -123,7 +123,7 @@ def import_(file):
     """Store the archive in FILE (any supported schema) as a new version here."""
     from ctxd.handoff import archive as archive_mod
 
-    from ctxd.memory import redact
+    from ctxd.memory.text import redact
 
     project = _project()
     raw = project.config.get("raw", {}) if isinstance(project.config, dict) else {}

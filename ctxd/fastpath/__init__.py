@@ -30,7 +30,7 @@ every module to its row; the packages a listed module sits in come with it):
 |---|---|---|
 | export_entry | ctxd.shells, ctxd.activation.export, ctxd.activation.formats, ctxd.activation.target, ctxd.boundary, ctxd.termtext | the export; its errors |
 | console_entry | ctxd.termtext, ctxd.integrations.agent_hooks, ctxd.cli | what it dispatches to |
-| recall_entry | ctxd.memory.core, ctxd.memory.render_formats, ctxd.boundary | the answer; its errors |
+| recall_entry | ctxd.memory.core, ctxd.memory.context.render_formats, ctxd.boundary | the answer; its errors |
 | exec_entry | ctxd.activation.target, ctxd.boundary, ctxd.errors | the environment; its errors |
 | bundle | ctxd, ctxd.shells, ctxd.paths, ctxd.activation.fileio | the module list, its path, writing it |
 | startup_copy | ctxd, ctxd.shells.base, ctxd.activation.detectors, ctxd.activation.fileio | the hook text, writing it |

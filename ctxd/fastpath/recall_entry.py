@@ -74,7 +74,7 @@ def run_context(budget=None, model=None, mode="auto", fmt="markdown", query=None
     """Print ``ctxd context``'s answer (the decision on stderr with *explain*)."""
     import os
 
-    from ctxd.memory import render_formats
+    from ctxd.memory.context import render_formats
     from ctxd.memory.core import ProjectMemory
 
     with ProjectMemory.at() as mem:

@@ -400,7 +400,7 @@ def recent(context_dir, n=5, all_versions=False):
 def import_file(context_dir, path, redactor=None):
     """Load an archive from anywhere (any supported schema) and save it here as a new
     version of its session; return (id, path). The source file is not modified; the copy
-    is redacted by *redactor* (ctxd.memory.redact) as its JSON text."""
+    is redacted by *redactor* (ctxd.memory.text.redact) as its JSON text."""
     archive = load(path)
     if redactor is not None:
         archive = json.loads(redactor(json.dumps(archive, ensure_ascii=False))[0])

@@ -1,5 +1,5 @@
 """Build a handoff archive from a project's conversation store, offline and deterministically,
-from the session's messages and the facts kept in the store (ctxd.memory.fact_merge).
+from the session's messages and the facts kept in the store (ctxd.memory.context.fact_merge).
 
 What is inferred about the learner is in ctxd.handoff.learner, the environment in
 ctxd.handoff.environment; a coding session's end state in ctxd.handoff.endstate. The archive
@@ -15,7 +15,7 @@ from ctxd.handoff import archive, archive_schema
 from ctxd.handoff.environment import environment, is_inside
 from ctxd.handoff.learner import (LEADIN, concept_of, detect_language, infer_style, key_points, question_depth,
                                   question_pool, stage_of, substantive, topic_title)
-from ctxd.memory.tokens import estimate
+from ctxd.memory.text.tokens import estimate
 
 DEFAULT_RATIO = 10.0
 MIN_TARGET = 1200  # tokens: a short conversation still gets a useful archive (its ratio is then below target)
@@ -92,7 +92,7 @@ def _is_teach_prompt(m):
     if m.source == "teach":
         return True
     if m.role in ("user", "system") and m.content.lstrip()[:24].startswith("# "):
-        from ctxd.memory.items import is_teach_prompt
+        from ctxd.memory.store.items import is_teach_prompt
 
         return is_teach_prompt(m.role, m.content, m.source)
     return False
@@ -139,8 +139,8 @@ def build(store, *, root=None, session=None, config_raw=None, previous=None, now
     """A handoff archive (a dict, current schema, not yet saved) for *session* (default:
     the most recent one) of the store. *previous*: the last archive of that session
     (its question pool carries over)."""
-    from ctxd.memory import fact_merge, render_formats, summarizer, tasks
-    from ctxd.memory.summary_cache import summary_block
+    from ctxd.memory.context import fact_merge, render_formats, summarizer, tasks
+    from ctxd.memory.context.summary_cache import summary_block
 
     cfg = settings(config_raw)
     session = choose_session(store, session)

@@ -1,7 +1,7 @@
 """Where a coding session ended, for its handoff: what the record supports, nothing else.
 
 A session is a coding session when its agent used tools (its session memory has files,
-commands, commits or todos: ``ctxd.memory.session``; or it holds tool calls at all). Its end state is
+commands, commits or todos: ``ctxd.memory.context.session``; or it holds tool calls at all). Its end state is
 
 - ``last_request``: the last request the human typed (``provenance`` human);
 - ``in_progress`` / ``open_todos`` / ``done_todos``: from the *last* todo list
@@ -15,7 +15,7 @@ commands, commits or todos: ``ctxd.memory.session``; or it holds tool calls at a
 
 import re
 
-from ctxd.memory import facts as facts_mod
+from ctxd.memory.context import facts as facts_mod
 
 REPORT_CHARS = 300
 _DONE = ("completed", "done", "cancelled", "canceled")
@@ -70,7 +70,7 @@ def report_start(text, limit=REPORT_CHARS):
 def end_state(store, session, root, messages):
     """The end state of *session* (see the module), or None when it is no coding session.
     *messages*: the session's stored items (Store.iter_all), oldest first."""
-    from ctxd.memory import session as session_mod, session_text
+    from ctxd.memory.context import session as session_mod, session_text
 
     mem = session_mod.session_memory(store, root, session=session, decisions=False)
     if not (mem.files or mem.commands or mem.commits or mem.todos or any(m.kind == "tool_call" for m in messages)):

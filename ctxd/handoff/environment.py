@@ -15,7 +15,7 @@ _VERSION_WORDS = {"python", "node", "nodejs", "go", "golang", "rust", "ruby", "j
 
 def versions_mentioned(texts, limit=25):
     """Version strings in *texts* (v1.2.3, jdk-17, Django 4.2.11), first seen first."""
-    from ctxd.memory.facts import RX
+    from ctxd.memory.context.facts import RX
 
     out = []
     for t in texts:

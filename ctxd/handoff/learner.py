@@ -146,7 +146,7 @@ def _key(concept):
 def _answer_gist(text, limit=100):
     """The opening of an answer, skipping "Good question." / "先讲原理：" lead-ins and code:
     whole sentences until about 40 characters (20 for CJK), cut at *limit*."""
-    from ctxd.memory.facts import sentences
+    from ctxd.memory.context.facts import sentences
 
     enough = 20 if re.search(r"[\u4e00-\u9fff]", text[:200]) else 40
     out = ""
@@ -221,7 +221,7 @@ def topic_title(first_request):
     m = _LEARN_EN.search(first_request)
     if m:
         return f"Learning {m.group('x').strip()}"
-    from ctxd.memory.facts import sentences
+    from ctxd.memory.context.facts import sentences
 
     for s in sentences(first_request):
         if _GREETING.match(s) or len(s) < 8:
@@ -266,7 +266,7 @@ def substantive(text):
 def question_pool(msgs, qfacts, previous, auto_pool):
     """[{question, status, created_at, resolved_at?}]: the questions of *qfacts* (and of the
     *previous* archive), resolved by acknowledgements and "resolved"/"decided" messages."""
-    from ctxd.memory.facts import normalize
+    from ctxd.memory.context.facts import normalize
 
     by_id = {m.id: i for i, m in enumerate(msgs)}
     pool, order = {}, []
@@ -331,7 +331,7 @@ def question_pool(msgs, qfacts, previous, auto_pool):
 
 
 def _terms(text):
-    from ctxd.memory.fact_merge import terms
+    from ctxd.memory.context.fact_merge import terms
 
     return terms(text)
 

@@ -33,7 +33,7 @@ the question texts.
 import re
 
 from ctxd.handoff import knowledge as knowledge_mod
-from ctxd.memory.items import is_teach_prompt
+from ctxd.memory.store.items import is_teach_prompt
 
 WEAK = knowledge_mod.WEAK
 ZH_SHARE = 0.4

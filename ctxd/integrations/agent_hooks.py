@@ -32,7 +32,7 @@ A hook never fails the AI CLI: whatever goes wrong (bad JSON, no cwd, a bug),
 it exits 0 having injected nothing, and the reason goes to the ctxd log file
 with its traceback. A store that cannot take a write (held by another process
 past ``HOOK_BUSY_SECONDS``, on a full disk, read-only, corrupt) loses nothing
-either: what the hook was given is queued in the spool (``ctxd.memory.spool``,
+either: what the hook was given is queued in the spool (``ctxd.memory.ingest.spool``,
 redacted first), one line says so in the log, and the next writer stores it.
 A tool that reads stdout as JSON only (``json_stdout``: Gemini CLI) gets exactly
 one JSON object every time (``{}`` when there is nothing to add).
@@ -55,7 +55,7 @@ USAGE = (f"usage: ctxd chat hook {'|'.join(AI_CLIS)}  (payload on stdin) | ctxd 
 
 
 # A hook waits this long for another process's write lock, then queues what it was given
-# in the spool (ctxd.memory.spool) instead; and spends at most this long storing what
+# in the spool (ctxd.memory.ingest.spool) instead; and spends at most this long storing what
 # earlier hooks queued. The AI CLI waits for the hook: it must answer in well under a second.
 HOOK_BUSY_SECONDS = 0.2
 HOOK_REPLAY_SECONDS = 0.15
@@ -112,7 +112,7 @@ def write(tool, payload, records=(), transcript=None, then=None, mem=None, turn_
     corrupt), what was not stored yet is queued in the spool (redacted) for the next writer,
     with one line in the log and on stderr; the hook still exits 0.
     """
-    from ctxd.memory.store_errors import StoreUnavailable
+    from ctxd.memory.store.errors import StoreUnavailable
 
     session = payload_id(payload, "session_id")
     mem = mem or project_memory(payload)
@@ -156,7 +156,7 @@ def on_session_start(tool, payload):
     # never creates a store just to read it; only reading: no redaction rules to compile
     import sqlite3
 
-    from ctxd.memory.store_errors import StoreBusy
+    from ctxd.memory.store.errors import StoreBusy
 
     with project_memory(payload, redact=False) as mem:
         try:
@@ -177,7 +177,7 @@ def on_session_start(tool, payload):
 
 def on_prompt(tool, payload):
     """Record the prompt as typed; return the earlier turns relevant to it (per-prompt recall)."""
-    from ctxd.memory import items
+    from ctxd.memory.store import items
 
     session = payload_id(payload, "session_id")
     # what the user typed: Gemini puts ctxd's own SessionStart context in front of it

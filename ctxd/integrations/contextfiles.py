@@ -123,7 +123,7 @@ def _open_fence(text):
 
 def install(kind, root, context_dir):
     """Write or update ctxd's block in the project's context file; return lines to show the user."""
-    from ctxd.memory.render import FILENAME
+    from ctxd.memory.context.render import FILENAME
 
     path = path_for(kind, root)
     refuse_link_out(path, root)

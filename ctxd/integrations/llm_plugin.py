@@ -73,7 +73,7 @@ def parse_argument(argument):
 
 def fragments(path=None, *, budget=None, model=None, mode="auto", q=None):
     """The project's context as a list of llm.Fragment (see the module docstring)."""
-    from ctxd.memory import render_formats
+    from ctxd.memory.context import render_formats
     from ctxd.memory.core import ProjectMemory
 
     if path is not None and not os.path.isdir(path):

@@ -86,7 +86,7 @@ def _memory(project):
 
 
 def context_markdown(project, budget=4000, query=None):
-    from ctxd.memory import render_formats
+    from ctxd.memory.context import render_formats
 
     with _memory(project) as mem:
         ctx = mem.context(budget=budget, mode="auto", query=query or None)

@@ -31,20 +31,20 @@ import contextlib
 import os
 
 from ctxd.errors import CtxdError, ExitCode, NotFoundError
-from ctxd.memory.layout import MemoryPaths
+from ctxd.memory.store.layout import MemoryPaths
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on the hook path
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping
     from sqlite3 import Row
 
-    from ctxd.memory.engine import Context
-    from ctxd.memory.importing import ImportResult
+    from ctxd.memory.context.engine import Context
+    from ctxd.memory.ingest.importing import ImportResult
     from ctxd.memory.project import Project
-    from ctxd.memory.recall import Hit, Recall
-    from ctxd.memory.store import Recovery, Store
-    from ctxd.memory.store_messages import Message
-    from ctxd.memory.sync import Sync
+    from ctxd.memory.recall.ranked import Hit, Recall
+    from ctxd.memory.store.db import Recovery, Store
+    from ctxd.memory.store.messages import Message
+    from ctxd.memory.sync.sharing import Sync
 
 DEFAULT_BUDGET = 8000
 RECALL_BUDGET = 1500  # tokens: ctxd recall and per-prompt recall, unless [context] recall_budget says otherwise
@@ -121,11 +121,11 @@ class ProjectMemory:
                 self.replay_spool(self._replay_limit)
         return self._store
 
-    # -- the spool (ctxd.memory.spool): what hooks could not store yet ---------------
+    # -- the spool (ctxd.memory.ingest.spool): what hooks could not store yet ---------------
     def spool(self, tool: str, event: str, session: str, records: Iterable[dict] = (),
               transcript: str | None = None) -> str:
         """Queue a hook event the store cannot take now (records redacted first); the entry's path."""
-        from ctxd.memory import spool
+        from ctxd.memory.ingest import spool
         from ctxd.memory.project import redactor
 
         red = redactor(self.project) if self._redact else None
@@ -147,7 +147,7 @@ class ProjectMemory:
 
     def spooled(self) -> int:
         """How many hook events wait in the spool."""
-        from ctxd.memory import spool
+        from ctxd.memory.ingest import spool
 
         return sum(len(spool.names(d)) for d in self._spool_dirs())
 
@@ -155,7 +155,7 @@ class ProjectMemory:
         """Store what the spool holds (oldest first, at most *time_limit* seconds); how many
         entries. Never raises: a store that still cannot take them leaves them for the next
         writer, and anything else is logged."""
-        from ctxd.memory import spool
+        from ctxd.memory.ingest import spool
 
         dirs = [d for d in self._spool_dirs() if os.path.isdir(d)]
         if not dirs:
@@ -190,7 +190,7 @@ class ProjectMemory:
 
     # -- recording ----------------------------------------------------------------
     def record(self, messages: Iterable[dict], *, redact: bool = True, render: bool = True) -> list[int]:
-        """Store typed messages (dicts of ctxd.memory.items); return the ids added.
+        """Store typed messages (dicts of ctxd.memory.store.items); return the ids added.
 
         A dict's ``dedup`` may be a function of the store (keys that depend on what is
         stored already, e.g. the n-th identical prompt); it is resolved here. Live
@@ -227,11 +227,11 @@ class ProjectMemory:
 
     def reconcile_tool(self, tool, session: str | None) -> int:
         """Delete the live records AI CLI *tool*'s hooks (an ``AgentTool``) keep in *session* that
-        an imported transcript now holds (ctxd.memory.reconcile); how many."""
+        an imported transcript now holds (ctxd.memory.ingest.reconcile); how many."""
         prefixes = tool.live_key_prefixes(session) if session else ()
         if not prefixes:
             return 0
-        from ctxd.memory import reconcile
+        from ctxd.memory.ingest import reconcile
 
         return reconcile.reconcile_live(self.store(), prefixes, lambda key: tool.is_imported_key(session, key),
                                         session)
@@ -239,7 +239,7 @@ class ProjectMemory:
     def import_file(self, path: str, fmt: str = "auto", *, session: str | None = None,
                     progress: Callable[[int], None] | None = None) -> ImportResult:
         """Import a whole file (idempotent); the ImportResult."""
-        from ctxd.memory.importing import import_file
+        from ctxd.memory.ingest.importing import import_file
 
         result = import_file(self.store(), path, fmt, session=session, progress=progress)
         if result.added or getattr(result, "forgotten", 0):
@@ -248,7 +248,7 @@ class ProjectMemory:
 
     def import_transcript(self, path: str, fmt: str = "auto", *, session: str | None = None) -> tuple[int, int]:
         """Import what a live transcript gained since the last call: (added, malformed)."""
-        from ctxd.memory.importing import import_transcript
+        from ctxd.memory.ingest.importing import import_transcript
 
         return import_transcript(self.store(), path, fmt, session=session)
 
@@ -259,13 +259,13 @@ class ProjectMemory:
         self.changed()
         return n
 
-    # -- sharing through git (ctxd.memory.sync) -------------------------------------
+    # -- sharing through git (ctxd.memory.sync.sharing) -------------------------------------
     def sync(self, environ: Mapping[str, str] | None = None, report: Callable[[str], None] | None = None,
              save_handoff: Callable[[str, dict], str] | None = None) -> Sync:
-        """The project's ctxd.memory.sync.Sync (push, pull, status over its git remotes);
+        """The project's ctxd.memory.sync.sharing.Sync (push, pull, status over its git remotes);
         *report* receives one line per problem found on the ref; *save_handoff* stores a
         handoff archive received (ctxd.handoff.archive.save; a pull needs it)."""
-        from ctxd.memory import sync
+        from ctxd.memory.sync import sharing as sync
 
         return sync.Sync(self, environ, report=report, fact_priority=FACT_PRIORITY, save_handoff=save_handoff)
 
@@ -293,7 +293,7 @@ class ProjectMemory:
 
     def search(self, query: str, limit: int = 20) -> list[Hit]:
         """The best *limit* messages for *query*, ranked (the same ranking as recall), as Hits."""
-        from ctxd.memory import recall
+        from ctxd.memory.recall import ranked as recall
 
         if not self.exists():
             return []
@@ -301,9 +301,9 @@ class ProjectMemory:
 
     def recall(self, query: str, budget: int | None = None, *, exclude: Iterable[int] = (),
                threshold: float = 0.0) -> Recall:
-        """Ranked recall (ctxd.memory.recall) of the turns that answer *query*, packed to
+        """Ranked recall (ctxd.memory.recall.ranked) of the turns that answer *query*, packed to
         *budget* tokens ([context] recall_budget, else 1,500). An empty store recalls nothing."""
-        from ctxd.memory import recall
+        from ctxd.memory.recall import ranked as recall
 
         if budget is None:
             budget = int(self.settings.get("recall_budget") or RECALL_BUDGET)
@@ -324,8 +324,8 @@ class ProjectMemory:
         busy or corrupt store also gives "" (the reason is logged).
         """
         from ctxd import boundary
-        from ctxd.memory import recall
-        from ctxd.memory.store_errors import StoreError
+        from ctxd.memory.recall import ranked as recall
+        from ctxd.memory.store.errors import StoreError
 
         if not self.exists() or not prompt.strip():
             return ""
@@ -372,7 +372,8 @@ class ProjectMemory:
             return budget, "--budget"
         model = model or self.settings.get("model")
         if model:
-            from ctxd.memory import engine, models
+            from ctxd.memory.context import engine
+            from ctxd.memory.text import models
 
             window = models.window(model, self.project.config)
             return max(1024, window - engine.RESERVE), f"model {model}: window {window} - reserve {engine.RESERVE}"
@@ -388,8 +389,8 @@ class ProjectMemory:
 
     def context(self, *, budget: int | None = None, model: str | None = None, mode: str = "auto",
                 query: str | None = None) -> Context:
-        """The assembled context (ctxd.memory.engine.Context) within the budget."""
-        from ctxd.memory import engine, fact_merge, summarizer
+        """The assembled context (ctxd.memory.context.engine.Context) within the budget."""
+        from ctxd.memory.context import engine, fact_merge, summarizer
 
         n, how = self.budget_for(model, budget)
         store = self.store(create=False)
@@ -397,7 +398,7 @@ class ProjectMemory:
         llm = summarizer.load(self.context_dir) if summarizer.settings(self.project.config) else None
         # a big imported backlog of facts is left to the detached `ctxd chat refresh` (started here
         # when it lags), so the first context after importing 100,000 messages does not wait minutes
-        from ctxd.memory import render
+        from ctxd.memory.context import render
 
         ctx = engine.assemble(store, budget=n, mode=mode, query=query, system=system, system_compact=compact,
                               log_dir=self.context_dir, llm_summary=llm, refresh_limit=render.REFRESH_LIMIT,
@@ -408,7 +409,7 @@ class ProjectMemory:
         return ctx
 
     def summarizer_note(self) -> str:
-        from ctxd.memory import summarizer
+        from ctxd.memory.context import summarizer
 
         if not summarizer.settings(self.project.config):
             return ""
@@ -416,7 +417,7 @@ class ProjectMemory:
 
     def render(self, max_chars: int | None = None, shown: set[int] | None = None) -> str:
         """context.md's text (not written); *shown* (a set) receives the ids of what it carries."""
-        from ctxd.memory import render
+        from ctxd.memory.context import render
 
         return render.render(self.store(create=False), self.root, shown=shown,
                              **({"max_chars": max_chars} if max_chars else {}))
@@ -424,7 +425,7 @@ class ProjectMemory:
     def write_context_file(self, injection: bool = False) -> str:
         """Re-render context.md under its lock, atomically (*injection*: keep the SessionStart
         injection ready too); its path."""
-        from ctxd.memory import render
+        from ctxd.memory.context import render
 
         return render.write(self.store(create=False), self.root,
                             injection_chars=HOOK_CONTEXT_CHARS if injection else None)
@@ -432,12 +433,12 @@ class ProjectMemory:
     def changed(self) -> str | None:
         """After a change: context.md now, the LLM summary and a facts backlog in the background.
         With render_later (a hook): context.md is only marked stale (``refresh_later``)."""
-        from ctxd.memory import render
+        from ctxd.memory.context import render
 
         if self._render_later:
             render.mark_stale(self.context_dir)
             return None
-        from ctxd.memory import summarizer
+        from ctxd.memory.context import summarizer
 
         path = self.write_context_file()
         summarizer.spawn_refresh(self.project, self._store)
@@ -448,8 +449,8 @@ class ProjectMemory:
         (it renders it) or other background work waits; whether one was started."""
         import sqlite3
 
-        from ctxd.memory import render, summarizer
-        from ctxd.memory.store_errors import StoreError
+        from ctxd.memory.context import render, summarizer
+        from ctxd.memory.store.errors import StoreError
 
         try:
             return summarizer.spawn_refresh(self.project, self._store, now=render.is_stale(self.context_dir))
@@ -463,7 +464,7 @@ class ProjectMemory:
         (``render.cached_injection``); else it is rendered now. With *session*, the messages it
         carries are remembered as injected into that session, so per-prompt recall never
         gives them again."""
-        from ctxd.memory import render
+        from ctxd.memory.context import render
 
         if not self.exists():
             return ""
@@ -480,7 +481,7 @@ class ProjectMemory:
     def rendered_context(self, limit_chars: int = HOOK_CONTEXT_CHARS) -> str:
         """context.md as last rendered (the store is not read), cut at a line boundary to
         *limit_chars*; "" when there is none. What a session starts with when the store is busy."""
-        from ctxd.memory import render
+        from ctxd.memory.context import render
 
         return render.last_rendered(self.paths.context_file, limit_chars)
 
@@ -493,7 +494,7 @@ class ProjectMemory:
         One refresh runs at a time: while one runs, another asks it for one more round
         (``summarizer.ask_running_refresh``) and returns at once."""
         from ctxd.activation.fileio import Busy, locked
-        from ctxd.memory import summarizer
+        from ctxd.memory.context import summarizer
 
         n, status, rounds = 0, "nothing to do", 0
         for _attempt in range(2 * REFRESH_ROUNDS):
@@ -513,7 +514,8 @@ class ProjectMemory:
         return n, status
 
     def _refresh_once(self) -> tuple[int, str]:
-        from ctxd.memory import embed, fact_merge, render, summarizer
+        from ctxd.memory.recall import embed
+        from ctxd.memory.context import fact_merge, render, summarizer
 
         store = self.store(create=False)
         self.replay_spool()
@@ -531,7 +533,7 @@ class ProjectMemory:
         return self.store(create=False).integrity()
 
     def recover(self) -> Recovery:
-        from ctxd.memory import store as store_mod
+        from ctxd.memory.store import db as store_mod
 
         self.close()
         return store_mod.recover(self.context_dir)
@@ -547,7 +549,7 @@ class ProjectMemory:
         a preference the user stated. A statement that is a live fact already is not
         stored again: that fact is re-tagged and ``known`` is true (its message id given).
         """
-        from ctxd.memory import fact_merge
+        from ctxd.memory.context import fact_merge
 
         if kind not in FACT_KINDS:
             raise CtxdError(f"kind must be one of {', '.join(FACT_KINDS)} (got {kind!r})", ExitCode.USAGE)
@@ -566,7 +568,7 @@ class ProjectMemory:
         return False, mid, store.get(mid).content
 
     def facts(self, limit: int = 400) -> list[Row]:
-        from ctxd.memory import fact_merge
+        from ctxd.memory.context import fact_merge
 
         if not self.exists():
             return []
@@ -576,28 +578,28 @@ class ProjectMemory:
 
     # -- working memory -------------------------------------------------------------
     def task_start(self, name: str) -> int:
-        from ctxd.memory import tasks
+        from ctxd.memory.context import tasks
 
         tid = tasks.start(self.store(), name)
         self.changed()
         return tid
 
     def task_note(self, text: str) -> str:
-        from ctxd.memory import tasks
+        from ctxd.memory.context import tasks
 
         name = tasks.note(self.store(), text)
         self.changed()
         return name
 
     def task_done(self) -> tuple[str, int]:
-        from ctxd.memory import tasks
+        from ctxd.memory.context import tasks
 
         done = tasks.done(self.store())
         self.changed()
         return done
 
     def task_take(self, name: str | None = None) -> str:
-        from ctxd.memory import tasks
+        from ctxd.memory.context import tasks
 
         taken = tasks.take(self.store(), name)
         self.changed()
@@ -605,13 +607,13 @@ class ProjectMemory:
 
     def shared_task_text(self) -> str:
         """The open tasks received from other machines, one labelled line each ("" when none)."""
-        from ctxd.memory import tasks
+        from ctxd.memory.context import tasks
 
         return tasks.render_shared(self.store(create=False)) if self.exists() else ""
 
     def task_text(self) -> str:
         """The open task and its notes as the context shows them ("" when none)."""
-        from ctxd.memory import tasks
+        from ctxd.memory.context import tasks
 
         return tasks.render_open(self.store(create=False)) if self.exists() else ""
 

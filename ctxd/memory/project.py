@@ -49,7 +49,7 @@ def locate(cwd=None, environ=None):
     for name, value, _src, _o in plan.sets:
         if name == "CTXD_CONTEXT_DIR":
             ctx_dir = value
-    from ctxd.memory.redact import secret_env
+    from ctxd.memory.text.redact import secret_env
 
     return Project(root, ctx_dir or paths.context_dir(root, environ), plan.context, cfg, secret_env(plan))
 
@@ -77,14 +77,14 @@ def exclude_from_git(project):
 def redactor(project):
     """The project's redactor: config.toml's [redact] rules, and the values ctxd itself sets from
     trusted .contextrc files whose names look secret."""
-    from ctxd.memory import redact as redact_mod
+    from ctxd.memory.text import redact as redact_mod
 
     raw = project.config.get("raw", {}) if isinstance(project.config, dict) else {}
     return redact_mod.from_config(raw, env=getattr(project, "secrets", None))
 
 
 def open_store(project, *, redact=True, create=True, busy_timeout=None):
-    from ctxd.memory.store import BUSY_TIMEOUT, DEFAULT_OFFLOAD, Store
+    from ctxd.memory.store.db import BUSY_TIMEOUT, DEFAULT_OFFLOAD, Store
 
     raw = project.config.get("raw", {}) if isinstance(project.config, dict) else {}
     threshold = (raw.get("store") or {}).get("offload_threshold", DEFAULT_OFFLOAD) if isinstance(raw, dict) else DEFAULT_OFFLOAD

@@ -38,7 +38,7 @@ def approx_tokens(text):
     """A frozen copy of ctxd's first estimator (CJK ~1.5, other ~0.25 per character).
 
     Used only to size the conversations; kept here so that recalibrating
-    ctxd.memory.tokens cannot change the generated files.
+    ctxd.memory.text.tokens cannot change the generated files.
     """
     cjk = sum(1 for ch in text if 0x3000 <= ord(ch) <= 0x303F or 0x3400 <= ord(ch) <= 0x4DBF
               or 0x4E00 <= ord(ch) <= 0x9FFF or 0xFF00 <= ord(ch) <= 0xFFEF)

@@ -1,0 +1,1 @@
+"""The context engine: facts, summaries, modes, session state and rendering."""

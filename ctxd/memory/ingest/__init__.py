@@ -1,0 +1,1 @@
+"""Getting transcripts into the store: import driver, spool, reconcile."""

@@ -1,0 +1,1 @@
+"""Ranked recall over the store: keyword, semantic and Chinese-English."""

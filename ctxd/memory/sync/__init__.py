@@ -1,0 +1,1 @@
+"""Sharing memory through git: segments, the git driver, publish and receive."""

@@ -1,0 +1,1 @@
+"""Text: tokens, model sizes, secret redaction (no ctxd imports below it)."""
