@@ -23,6 +23,7 @@ import zlib
 
 from ctxd.errors import CtxdError
 
+REF = "refs/ctxd/memory"  # the ref the segments travel on
 FORMAT = 1
 MAGIC = "memory-segment"
 SEGMENT_ITEMS = 5000  # items per segment blob: an initial sync of 100,000 messages writes 20
