@@ -168,7 +168,8 @@ def test_a_refresh_asked_for_while_one_runs_is_another_round_not_a_process(proje
 
 
 def test_a_refresh_asked_again_runs_once_more_and_at_most_refresh_rounds(project, monkeypatch):
-    from ctxd.memory.core import REFRESH_ROUNDS, ProjectMemory
+    from ctxd.memory.context.summarizer import REFRESH_ROUNDS
+    from ctxd.memory.core import ProjectMemory
 
     p = seeded(project)
     calls = []

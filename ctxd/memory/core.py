@@ -50,7 +50,6 @@ DEFAULT_BUDGET = 8000
 RECALL_BUDGET = 1500  # tokens: ctxd recall and per-prompt recall, unless [context] recall_budget says otherwise
 RECALL_THRESHOLD = 0.6  # share of the prompt's terms the best hits must hold for anything to be injected
 PROMPT_RECALL_SECONDS = 0.1  # per-prompt recall gives up (injects nothing) rather than take longer
-REFRESH_ROUNDS = 5  # `ctxd chat refresh` runs again while hooks keep asking, at most this often
 FACT_KINDS = ("preference", "requirement", "background", "todo")
 FACT_MAX = 500  # characters: a fact is one statement (the context shows ~220 of it)
 FACT_IMPORTANCE = 0.9
@@ -489,29 +488,10 @@ class ProjectMemory:
         """What hooks queued stored (the spool), facts, context.md (with the SessionStart
         injection) and (when configured) the LLM summary up to date, then the embeddings:
         (messages read, summarizer status). context.md is rendered before the summarizer
-        runs, so it never waits for an LLM.
-
-        One refresh runs at a time: while one runs, another asks it for one more round
-        (``summarizer.ask_running_refresh``) and returns at once."""
-        from ctxd.activation.fileio import Busy, locked
+        runs, so it never waits for an LLM. One at a time: ``summarizer.one_at_a_time``."""
         from ctxd.memory.context import summarizer
 
-        n, status, rounds = 0, "nothing to do", 0
-        for _attempt in range(2 * REFRESH_ROUNDS):
-            try:
-                with locked(self.paths.refresh_lock, blocking=False):
-                    rounds += 1
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(self.paths.refresh_again)
-                    more, status = self._refresh_once()
-                    n += more
-            except Busy:
-                if summarizer.ask_running_refresh(self.context_dir):
-                    return (n, status) if rounds else (0, "another refresh is running; it runs once more for this")
-                continue  # it has just finished: take the lock
-            if rounds >= REFRESH_ROUNDS or not os.path.exists(self.paths.refresh_again):
-                break
-        return n, status
+        return summarizer.one_at_a_time(self.context_dir, self._refresh_once)
 
     def _refresh_once(self) -> tuple[int, str]:
         from ctxd.memory.recall import embed

@@ -15,6 +15,7 @@ extractive summary: nothing is lost and nothing waits. Facts are extracted
 separately, so a summariser that drops a number cannot lose it.
 """
 
+import contextlib
 import json
 import os
 import shlex
@@ -167,6 +168,32 @@ def spawn_refresh(project, store=None, now=False):
     except OSError:
         return False
     return True
+
+
+REFRESH_ROUNDS = 5  # `ctxd chat refresh` runs again while hooks keep asking, at most this often
+
+
+def one_at_a_time(context_dir, once):
+    """Run *once* () -> (messages read, status) under the refresh lock, again while a hook
+    asked for it meanwhile (at most REFRESH_ROUNDS), and return the sums. While another
+    refresh holds the lock, ask it for one more round and return at once."""
+    paths = MemoryPaths(context_dir)
+    n, status, rounds = 0, "nothing to do", 0
+    for _attempt in range(2 * REFRESH_ROUNDS):
+        try:
+            with locked(paths.refresh_lock, blocking=False):
+                rounds += 1
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(paths.refresh_again)
+                more, status = once()
+                n += more
+        except Busy:
+            if ask_running_refresh(context_dir):
+                return (n, status) if rounds else (0, "another refresh is running; it runs once more for this")
+            continue  # it has just finished: take the lock
+        if rounds >= REFRESH_ROUNDS or not os.path.exists(paths.refresh_again):
+            break
+    return n, status
 
 
 def ask_running_refresh(context_dir):
