@@ -4,6 +4,10 @@
 - no module uses a private name (``_x``) of another module;
 - no command module imports another command module (``ctxd.cli`` registers them);
 - no SQL outside the store modules (``ctxd/memory/store/``);
+- ``ctxd/memory/``'s folders are layers (``MEMORY_LAYERS``): a module imports of memory only its
+  own folder and lower layers, lazy imports included; a folder (or a module beside them) the
+  table does not name fails;
+- no module of ctxd is over ``MAX_LINES`` lines;
 - ``ctxd/memory/`` imports no adapter (``ctxd/integrations/``, ``ctxd/commands/``, ``ctxd.cli``)
   and nothing built on it (``ctxd/handoff/``);
 - ``ctxd/agents/`` (one module per AI tool) imports of ctxd only its own package and what its
@@ -47,7 +51,9 @@ def _sources():
 
 
 SOURCES = _sources()
-TREES = {name: ast.parse(path.read_text(encoding="utf-8"), str(path)) for name, path in SOURCES.items()}
+_TEXTS = {name: path.read_text(encoding="utf-8") for name, path in SOURCES.items()}
+TREES = {name: ast.parse(text, str(SOURCES[name])) for name, text in _TEXTS.items()}
+LINES = {name: len(text.splitlines()) for name, text in _TEXTS.items()}
 
 
 def is_package(name):
@@ -349,6 +355,94 @@ def test_memory_imports_nothing_built_on_it():
                        "ctxd/memory/) or have the caller pass it in:\n  " + "\n  ".join(found))
 
 
+# ctxd/memory/'s layers: {group: layer}, bottom (0) to top. A group is a folder of ctxd/memory/, or
+# "top" for the modules beside the folders (MEMORY_TOP). A module imports of ctxd.memory only its
+# own group and groups of lower layers: ingest and recall share a layer and use neither the other.
+MEMORY_LAYERS = {
+    "text": 0,  # tokens, model sizes, redaction: imports no other group
+    "store": 1,  # SQLite, the typed items, the project's paths
+    "ingest": 2,  # transcripts into the store
+    "recall": 2,  # ranked, semantic and Chinese-English recall
+    "context": 3,  # the context engine
+    "sync": 4,  # sharing through git
+    "top": 5,  # ProjectMemory and finding a project (MEMORY_TOP)
+}
+MEMORY_TOP = {"core", "project"}
+
+
+def memory_group(name):
+    """The group (a MEMORY_LAYERS key, or an unknown folder's or top module's name) of a module
+    of ctxd.memory; None for ctxd.memory itself and for modules outside it."""
+    parts = name.split(".")
+    if parts[:2] != ["ctxd", "memory"] or len(parts) == 2:
+        return None
+    if len(parts) > 3 or is_package(name):
+        return parts[2]  # a folder
+    return "top" if parts[2] in MEMORY_TOP else parts[2]
+
+
+def memory_layout_problems():
+    """Modules of ctxd/memory/ in a folder MEMORY_LAYERS has no layer for, or beside the folders
+    and not in MEMORY_TOP."""
+    found = set()
+    for name in SOURCES:
+        group = memory_group(name)
+        if group is None or group in MEMORY_LAYERS:
+            continue
+        if len(name.split(".")) > 3 or is_package(name):
+            found.add(f"ctxd/memory/{group}/: a folder with no layer in MEMORY_LAYERS")
+        else:
+            found.add(f"{SOURCES[name].relative_to(PKG.parent)}: a module beside the layers' folders, "
+                      "not in MEMORY_TOP")
+    return sorted(found)
+
+
+def memory_layer_violations():
+    """Imports (module level or in a function) by a ctxd.memory module of a memory group that is
+    neither its own nor in a lower layer."""
+    found = []
+    for name in SOURCES:
+        group = memory_group(name)
+        if group not in MEMORY_LAYERS:
+            continue
+        for target, node, _alias in imports(name):
+            other = memory_group(target) if target in SOURCES else None
+            if other is None or other == group or other not in MEMORY_LAYERS:
+                continue
+            if MEMORY_LAYERS[other] >= MEMORY_LAYERS[group]:
+                found.append(f"{where(name, node)}: {name} ({group}, layer {MEMORY_LAYERS[group]}) imports "
+                             f"{target} ({other}, layer {MEMORY_LAYERS[other]})")
+    return found
+
+
+def test_every_memory_folder_has_a_layer():
+    found = memory_layout_problems()
+    assert not found, ("ctxd/memory/ holds its modules in layer folders: add the folder to MEMORY_LAYERS "
+                       "in tests/test_architecture.py with its layer, or move the module into a "
+                       "folder:\n  " + "\n  ".join(found))
+
+
+def test_memory_imports_only_its_own_and_lower_layers():
+    found = memory_layer_violations()
+    assert not found, (f"a ctxd/memory/ module importing another folder of its own or a higher layer "
+                       f"(layers, bottom 0 to top: {MEMORY_LAYERS}), lazy imports included: move the code "
+                       "down, or have the caller pass it in:\n  " + "\n  ".join(found))
+
+
+MAX_LINES = 600
+
+
+def long_modules():
+    return [f"{SOURCES[name].relative_to(PKG.parent)}: {LINES[name]} lines"
+            for name in sorted(SOURCES) if LINES[name] > MAX_LINES]
+
+
+def test_no_module_is_over_the_line_limit():
+    found = long_modules()
+    assert not found, (f"modules over {MAX_LINES} lines (split one by what its parts do):\n  "
+                       + "\n  ".join(found))
+
+
 # What a tool module may import of ctxd besides ctxd.agents itself: what its parser and hook handlers need.
 AGENTS_MAY_IMPORT = {
     "ctxd.errors": "ImportFailed, a CtxdError",
@@ -464,6 +558,7 @@ def fake_module(monkeypatch):
         path = PKG / rel / "__init__.py" if package else PKG / rel.with_suffix(".py")
         monkeypatch.setitem(SOURCES, name, path)
         monkeypatch.setitem(TREES, name, ast.parse(source))
+        monkeypatch.setitem(LINES, name, len(source.splitlines()))
 
     return add
 
@@ -483,6 +578,14 @@ def test_the_checks_catch_what_they_forbid(fake_module):
     sql = [s for s in sql_uses() if "zz_fake" in s]
     assert any(".execute(" in s for s in sql) and any("sqlite3.connect" in s for s in sql)
 
+
+def test_the_sql_check_allows_only_the_store_package(fake_module):
+    sql = "import sqlite3\nsqlite3.connect('x').execute('SELECT 1')\n"
+    fake_module("ctxd.memory.store.zz_fake", sql)
+    fake_module("ctxd.memory.store_zz_fake", sql)  # a store_ prefix outside the folder is no store module
+    fake_module("ctxd.memory.context.zz_fake", sql)
+    assert sorted({s.split(":")[0] for s in sql_uses() if "zz_fake" in s}) == [
+        "ctxd/memory/context/zz_fake.py", "ctxd/memory/store_zz_fake.py"]
 
 def test_the_layer_checks_catch_lazy_imports(fake_module):
     fake_module("ctxd.memory.zz_fake", "def f():\n    from ctxd.integrations import agent_hooks\n"
@@ -548,6 +651,38 @@ def test_a_package_init_importing_a_submodule_is_an_edge(fake_module):
     graph = import_graph()
     assert "ctxd.zz_pkg.zz_mod" in graph["ctxd.zz_pkg"]
     assert any({"ctxd.zz_pkg", "ctxd.zz_pkg.zz_mod"} <= comp for _p, comp in find_cycles(graph))
+
+
+def test_the_memory_layer_check_catches_an_upward_import(fake_module):
+    fake_module("ctxd.memory.store.zz_fake", "from ctxd.memory.text import tokens\n"
+                                             "from ctxd.memory.store import db\n"
+                                             "def f():\n    from ctxd.memory.context import engine\n"
+                                             "def g():\n    import ctxd.memory.core\n")
+    fake_module("ctxd.memory.recall.zz_fake", "def f():\n    from ctxd.memory.ingest import importing\n")
+    fake_module("ctxd.memory.zz_top", "from ctxd.memory.sync import sharing\n")
+    found = sorted(f.split(": ", 1)[1] for f in memory_layer_violations() if "zz_" in f)
+    assert found == [
+        "ctxd.memory.recall.zz_fake (recall, layer 2) imports ctxd.memory.ingest.importing (ingest, layer 2)",
+        "ctxd.memory.store.zz_fake (store, layer 1) imports ctxd.memory.context.engine (context, layer 3)",
+        "ctxd.memory.store.zz_fake (store, layer 1) imports ctxd.memory.core (top, layer 5)"]
+    assert [p for p in memory_layout_problems() if "zz_" in p] == [
+        "ctxd/memory/zz_top.py: a module beside the layers' folders, not in MEMORY_TOP"]
+
+
+def test_the_memory_layout_check_catches_a_folder_with_no_layer(fake_module):
+    fake_module("ctxd.memory.zz_new", '"""A new layer."""\n', package=True)
+    fake_module("ctxd.memory.zz_new.mod", "")
+    fake_module("ctxd.memory.zz_deep.inner.mod", "")
+    fake_module("ctxd.memory.context.zz_fine", "")
+    assert [p for p in memory_layout_problems() if "zz_" in p] == [
+        "ctxd/memory/zz_deep/: a folder with no layer in MEMORY_LAYERS",
+        "ctxd/memory/zz_new/: a folder with no layer in MEMORY_LAYERS"]
+
+
+def test_the_line_limit_check_catches_a_long_module(fake_module):
+    fake_module("ctxd.zz_long", "x = 1\n" * (MAX_LINES + 1))
+    fake_module("ctxd.zz_short", "x = 1\n" * MAX_LINES)
+    assert [f for f in long_modules() if "zz_" in f] == [f"ctxd/zz_long.py: {MAX_LINES + 1} lines"]
 
 
 
