@@ -26,6 +26,7 @@ from ctxd.memory.text.tokens import estimate
 
 POOL = 200  # hits read from each index per query
 PER_ITEM = 1  # tokens of a packed item's line break (its label is counted with its text)
+STRETCHES = 2  # packings again with the budget the first left unused, while the text still fits
 KIND_WEIGHT = {"prompt": 1.0, "reply": 1.0, "summary": 0.9, "tool_call": 0.55, "tool_result": 0.5, "meta": 0.0}
 PAIR_SHARE = 0.6  # a question's answer (or an answer's question) scores this share of its hit
 NEIGHBOUR_SHARE = (0.4, 0.2)  # the turns 1 and 2 away from one of the best hits: conversation is local
@@ -447,7 +448,9 @@ def _day(ts):
     return time.strftime("%Y-%m-%d", time.gmtime(ts or 0))
 
 
-def item_text(m):
+def item_text(m, with_id=True):
+    """A packed turn: ``#42 user: text``; without its ``#id`` (*with_id* false) when it follows
+    the turn shown just before it (``_follows``)."""
     text = m.content
     if len(text) > MAX_ITEM_CHARS:
         cut = text[:MAX_ITEM_CHARS]
@@ -455,7 +458,14 @@ def item_text(m):
         text = (cut[:nl] if nl > MAX_ITEM_CHARS // 2 else cut) + " …"
     label = m.role if m.kind in ("prompt", "reply") else f"{m.role} ({m.kind}{', ' + m.tool if m.tool else ''})"
     who = origin.of(m)
-    return f"#{m.id} {label}{f' [{who}]' if who else ''}: {text}"
+    return f"{f'#{m.id} ' if with_id else ''}{label}{f' [{who}]' if who else ''}: {text}"
+
+
+def _follows(m, before):
+    """Whether *m* is the message right after *before* in the same session and day: shown
+    under it without its ``#id`` (the id is the one before plus one)."""
+    return (before is not None and m.id == before.id + 1 and m.session == before.session
+            and _day(m.ts) == _day(before.ts))
 
 
 def _cost(m, counter, labels):
@@ -471,41 +481,69 @@ def _cost(m, counter, labels):
     return counter(item_text(m))
 
 
+def _id_cost(m, counter, labels):
+    """Tokens the ``#id `` of item_text(m) adds: what a turn shown after its predecessor saves."""
+    key = ("#", len(str(m.id)))
+    if key not in labels:
+        labels[key] = max(0, counter(f"#{m.id} user: x") - counter("user: x"))
+    return labels[key]
+
+
 def pack(hits, budget, counter=estimate):
-    """The best hits that fit *budget* tokens, in time order under date headings: (items, text, tokens)."""
-    chosen, used, days, labels = [], 0, set(), {}
+    """The best hits that fit *budget* tokens, in time order under date headings: (items, text, tokens).
+    A turn right after one already taken is charged without its ``#id`` (it is shown without it),
+    and taking the turn right before one already taken refunds that one's id."""
+    chosen, used, days, labels, by_id = [], 0, set(), {}, {}
     for h in hits:
-        day = _day(h.message.ts)
+        m = h.message
+        day = _day(m.ts)
         if day not in days and day not in labels:
             labels[day] = counter(f"[{day}]") + 1
-        cost = _cost(h.message, counter, labels) + PER_ITEM + (0 if day in days else labels[day])
+        cost = _cost(m, counter, labels) + PER_ITEM + (0 if day in days else labels[day])
+        if _follows(m, by_id.get(m.id - 1)):
+            cost -= _id_cost(m, counter, labels)
+        after = by_id.get(m.id + 1)
+        if after is not None and _follows(after, m):
+            cost -= _id_cost(after, counter, labels)
         if used + cost > budget:
             continue
         chosen.append(h)
+        by_id[m.id] = m
         used += cost
         days.add(day)
     chosen.sort(key=lambda h: (h.message.ts or 0, h.message.id))
-    out, last_day = [], None
+    out, last_day, last = [], None, None
     for h in chosen:
         day = _day(h.message.ts)
         if day != last_day:
             out.append(f"[{day}]")
             last_day = day
-        out.append(item_text(h.message))
+        out.append(item_text(h.message, with_id=not _follows(h.message, last)))
+        last = h.message
     text = "\n".join(out)
     return chosen, text, (counter(text) if text else 0)
 
 
-def recall(store, query, budget, *, exclude=(), threshold=0.0, counter=estimate, now=None):
+def recall(store, query, budget, *, exclude=(), threshold=0.0, counter=estimate, now=None, ranked=None):
     """Recall for *query* within *budget* tokens (see the module docstring).
 
     *threshold*: hits whose relevance (the share of the question's terms they contain,
     weighted by kind) is below it are left out (per-prompt recall injects only what is
     relevant). *exclude*: message ids
-    the caller already holds.
+    the caller already holds. *ranked*: ``rank``'s answer for *query*, when the caller has it.
     """
-    hits = [h for h in rank(store, query, exclude=exclude, now=now) if h.raw >= threshold]
+    ranked = rank(store, query, exclude=exclude, now=now) if ranked is None else ranked
+    hits = [h for h in ranked if h.raw >= threshold]
     items, text, used = pack(hits, budget, counter)
+    stretch = budget
+    for _ in range(STRETCHES):  # the items' costs add up to a little more than their text counts
+        if used >= budget or len(items) == len(hits):  # (a line break often merges): fill the rest
+            break
+        stretch += budget - used
+        more = pack(hits, stretch, counter)
+        if more[2] > budget:
+            break
+        items, text, used = more
     # an estimate can be off: the packed text itself never exceeds the budget
     while items and used > budget:
         items, text, used = pack(sorted(items, key=lambda h: -h.score)[:-1], budget, counter)
@@ -568,3 +606,4 @@ def snippet(text, query, width=160):
     start = max(0, min(at - width // 3, len(flat) - width))
     out = flat[start:start + width]
     return ("…" if start else "") + out + ("…" if start + width < len(flat) else "")
+
