@@ -47,6 +47,7 @@ RECENT_LEAVE = 0.12  # what recent turns leave for that summary in summary and h
 # budget; left out when even that takes more than a third (the conversation needs the rest).
 SYSTEM_COMPACT_SHARE = 0.25
 SYSTEM_MAX_SHARE = 1 / 3
+PART_TITLES = 8  # tokens a part's title and the blank line before it take in the text formats
 TURNS = {"short": 6, "summary": 1}  # at most this many recent turns in these modes (at least 2)
 
 
@@ -74,6 +75,7 @@ class Context:
         self.memory = None  # ctxd.memory.context.session.SessionMemory
         self.memory_sections = {}  # what of it the "memory" part holds: {section: [lines]}
         self.exact = True  # count the final text exactly when the tokens extra is installed
+        self.about = None  # with --query: text -> whether it shares a term with the question
 
     @property
     def tokens(self):
@@ -173,9 +175,16 @@ def assemble(store, *, budget, mode="auto", query=None, system=None, system_comp
     if mem.initial_request and mem.initial_id:
         mem.initial_request = session_text.clean(mark_superseded(store, mem.initial_request, mem.initial_id), 600)
     ctx.memory = mem
+    about = None
+    if query:  # the question decides: only the memory's and the facts' lines that share a term with it
+        from ctxd.memory.recall import ranked as recall
+
+        about = ctx.about = recall.about(store, query)
     if mode != "zero" and (mode in ("summary", "hybrid") or mem.files or mem.commands or mem.todos):
         ctx.memory_sections = memory_sections(mem, int(budget * (QUERY_MEMORY_SHARE if query else MEMORY_SHARE)),
                                               decisions=with_decisions)
+        if about:
+            ctx.memory_sections = _kept_lines(ctx.memory_sections, about)
         text = _sections_text(ctx.memory_sections)
         if text:
             p = Part("memory", text)
@@ -185,6 +194,8 @@ def assemble(store, *, budget, mode="auto", query=None, system=None, system_comp
     rows = []
     if mode in ("summary", "hybrid"):
         rows = live_facts(store, answered=False)
+        if about:
+            rows = [r for r in rows if about(r["text"])]
         cap = int(budget * (QUERY_FACTS_SHARE if query else SUMMARY_FACTS_SHARE if mode == "summary"
                             else HYBRID_FACTS_SHARE))
         cap = min(cap, max(0, budget - used - int(budget * SUMMARY_SHARE)))
@@ -198,14 +209,7 @@ def assemble(store, *, budget, mode="auto", query=None, system=None, system_comp
 
     held = set()
     if query:  # ranked recall (ctxd.memory.recall.ranked), the same as `ctxd recall` and the MCP search tool
-        from ctxd.memory.recall import ranked as recall
-
-        found = recall.recall(store, query, max(0, min(int(budget * QUERY_SHARE), budget - used)))
-        if found.text:
-            p = Part("query", found.text)
-            ctx.parts.append(p)
-            used += p.tokens
-            held = {h.message.id for h in found.items}
+        used, held = _recall_part(ctx, store, query, budget, recent_pool, mode)
 
     # recent turns, newest first within what is left (always at least the last 2)
     if mode == "zero":
@@ -281,6 +285,76 @@ def fit_sections(secs, budget):
             keep.setdefault(k, []).append(line)
             used += t
     return {k: keep[k] for k in secs if k in keep}
+
+
+def _kept_lines(secs, keep):
+    """*secs* ({section: [lines]}) with only the lines *keep* holds for; no section left empty."""
+    out = {k: [line for line in v if keep(line)] for k, v in secs.items()}
+    return {k: v for k, v in out.items() if v}
+
+
+def _recall_part(ctx, store, query, budget, recent_pool, mode):
+    """Add the "query" part (ctxd.memory.recall.ranked for *query*) to *ctx*: (tokens used, ids it holds).
+
+    It gets QUERY_SHARE of the budget plus what the memory and the facts left of their shares,
+    never more than leaves room for the last turns shown after it. The memory's and the facts'
+    lines its turns already hold then go, and what they took goes to recall too (the ranking is
+    made once; the turns packed first are packed again first, so none of them is lost)."""
+    from ctxd.memory.recall import ranked as recall
+    from ctxd.memory.text import tokens
+
+    counter = (tokens.exact_counter() if ctx.exact else None) or estimate
+    last = [m for m in recent_pool if m.role == "user"][-1:] if mode == "zero" else recent_pool[-2:]
+    after = sum(m.tokens + PER_MESSAGE for m in last)  # the last turns, shown after recall's
+
+    def share():
+        mem, facts = (sum(p.tokens for p in ctx.parts if p.name == n) for n in ("memory", "facts"))
+        freed = max(0, int(budget * QUERY_MEMORY_SHARE) - mem) + max(0, int(budget * QUERY_FACTS_SHARE) - facts)
+        room = budget - sum(p.tokens for p in ctx.parts) - after - PART_TITLES * (len(ctx.parts) + 2)
+        return max(0, min(int(budget * QUERY_SHARE) + freed, room))
+
+    ranked = recall.rank(store, query)
+    found = recall.recall(store, query, share(), counter=counter, ranked=ranked)
+    held = {h.message.id for h in found.items}
+    if found.items and _drop_held(ctx, found.items):
+        freed_room = share()
+        if freed_room > found.tokens:
+            first = {h.message.id for h in found.items}
+            again = [h for h in ranked if h.message.id in first] + [h for h in ranked if h.message.id not in first]
+            found = recall.recall(store, query, freed_room, counter=counter, ranked=again)
+            held = {h.message.id for h in found.items}
+    used = sum(p.tokens for p in ctx.parts)
+    if found.text:
+        p = Part("query", found.text)
+        ctx.parts.append(p)
+        used += p.tokens
+    return used, held
+
+
+def _drop_held(ctx, items):
+    """Drop from *ctx* the memory's and the facts' lines the recalled *items* already hold (a
+    fact of a recalled message; a memory line found in one's text): whether any went."""
+    turns = [" ".join(h.message.content.split()).lower() for h in items]
+    ids = {h.message.id for h in items}
+
+    def held(line):
+        flat = " ".join(line.rstrip("…").split()).lower()
+        return bool(flat) and any(flat in t for t in turns)
+    dropped = False
+    if ctx.facts and any(r["msg_id"] in ids for r in ctx.facts):
+        ctx.facts = [r for r in ctx.facts if r["msg_id"] not in ids]
+        text = facts_block(ctx.facts, 10 ** 9)[1]
+        ctx.parts = [p for p in ctx.parts if p.name != "facts"] + ([Part("facts", text)] if text else [])
+        dropped = True
+    if ctx.memory_sections:
+        kept = _kept_lines(ctx.memory_sections, lambda line: not held(line))
+        if kept != ctx.memory_sections:
+            ctx.memory_sections = kept
+            text = _sections_text(kept)
+            ctx.parts = [(Part("memory", text) if p.name == "memory" else p) for p in ctx.parts
+                         if p.name != "memory" or text]
+            dropped = True
+    return dropped
 
 
 def _sections_text(secs):

@@ -228,7 +228,8 @@ def session_memory(ctx):
             taken[role] += 1
     if not out["Current work"]:
         last = [m for m in ctx.recent if (m.kind == "prompt" or (not m.kind and m.role == "user")) and not m.author][-1:]
-        if last and (ctx.facts or out["User messages"]):
+        about = getattr(ctx, "about", None)  # with --query: only when it bears on the question
+        if last and (ctx.facts or out["User messages"]) and (about is None or about(last[0].content)):
             out["Current work"].append(session_text.cut(last[0].content, 400))
     return {k: v for k, v in out.items() if v}
 

@@ -607,3 +607,24 @@ def snippet(text, query, width=160):
     out = flat[start:start + width]
     return ("…" if start else "") + out + ("…" if start + width < len(flat) else "")
 
+
+def about(store, query):
+    """A predicate text -> whether *text* shares a term with *query* that says something: one of
+    its words or their English (a Chinese question's, ``asked``), matched at a word's start by its
+    stem, or one of its Chinese words. A word in more than COMMON of the store's messages (a
+    speaker's name, the project's) says nothing on its own. ``ctxd context --query`` keeps only
+    the session memory's and the facts' lines this holds for."""
+    words = asked(query)[:MAX_TERMS]
+    n = store.count() if words else 0
+    if n >= COMMON_FROM:
+        words = [w for w in words if store.match_count(_quote(w), int(COMMON * n) + 1) <= COMMON * n]
+    stems = tuple(_unique(_stem(w) for w in words if len(_stem(w)) >= 4))  # short ones: the word itself
+    short = {w for w in words if len(_stem(w)) < 4}
+    grams = [g for g in terms(query)[1] if len(g) >= 2]
+
+    def holds(text):
+        low = text.lower()
+        if any(g in low for g in grams):
+            return True
+        return any(w in short or (stems and w.startswith(stems)) for w in _WORD.findall(low))
+    return holds
