@@ -17,8 +17,9 @@ metric). For each conversation:
    real `ctxd chat import FILE --format jsonl`, as a whole process;
 3. for every question of categories 1-4, at the same budget and token counter:
    - ctxd context: `ctxd context --budget B --query Q --format text`;
-   - ctxd recall: `ctxd recall Q --budget B --json`, when `ctxd recall --help`
-     exits 0;
+   - ctxd recall: `ctxd recall Q --budget B`, when `ctxd recall --help` exits 0,
+     scored and sized on the text it prints (its dates and labels count, as they do
+     in ctxd's budget);
    - bm25: Okapi BM25 (k1=1.5, b=0.75) over the turns (rank_bm25 when it is
      installed, else the same formula here), lowercase words, English stop
      words removed; the best-scoring turns (score > 0) packed while they fit;
@@ -372,8 +373,8 @@ def bench(convs, args, ctxd, cost, counter_name, tmp):
             rows.append(dict(base, method="ctxd context", hit=hits(conv, q["evidence"], out), out=out,
                              tokens=cost(out), secs=secs))
             if recall_seen:
-                p, secs = ctxd.run(["recall", q["q"], "--budget", str(args.budget), "--json"], env, proj)
-                out, size = recall_text(p.stdout, cost) if p.returncode == 0 else ("", 0)
+                p, secs = ctxd.run(["recall", q["q"], "--budget", str(args.budget)], env, proj)
+                out, size = (p.stdout, cost(p.stdout)) if p.returncode == 0 else ("", 0)
                 failed(ctxd_fail, "ctxd recall", p)
                 rows.append(dict(base, method="ctxd recall", hit=hits(conv, q["evidence"], out), out=out,
                                  tokens=size, secs=secs))
@@ -405,7 +406,7 @@ def report(convs, rows, methods, args, ctxd, counter_name, bm25_name, ctxd_fail,
     print(f"  token counter (bm25 and window packing, sizes below): {counter_name}; +{PER_MESSAGE} a turn")
     print(f"  bm25: {bm25_name}, k1=1.5 b=0.75, lowercase words, English stop words removed, score > 0 only")
     print(f"  ctxd: {ctxd.how}, whole process; `ctxd recall`: "
-          + ("measured on its --json items' contents (each charged as a bm25 turn)"
+          + ("measured on the text it prints (dates and labels included), sized as printed"
              if recall_seen else "absent (`ctxd recall --help` exits non-zero), not measured"))
     print("  recall = evidence turns found / evidence turns (micro); a turn is found when its own text is in the output")
     print()
