@@ -267,3 +267,34 @@ def test_old_summary_cache_files_are_pruned(store, tmp_path):
         engine.assemble(store, budget=600, mode="hybrid")
     cache = os.path.join(store.dir, "cache")
     assert len([f for f in os.listdir(cache) if f.startswith("summary-")]) <= 8
+
+
+def test_query_keeps_only_the_memory_and_facts_that_bear_on_it(store):
+    fill(store, [("user", "Let us plan the launch together."), ("assistant", "Happy to help."),
+                 ("user", "The deadline is 2026-03-15 for the launch."), ("assistant", "Noted.")])
+    for i in range(5):
+        fill(store, [("user", f"early filler {i} about naming things"), ("assistant", "early answer " * 20)])
+    fill(store, [("user", "Do not use MongoDB for the session cache."), ("assistant", "Understood, Redis it is.")])
+    for i in range(60):
+        fill(store, [("user", f"filler question number {i} about naming things"), ("assistant", "filler answer " * 20)])
+    plain = render_formats.to_text(engine.assemble(store, budget=2000, mode="hybrid"))
+    assert "2026-03-15" in plain and "MongoDB" in plain  # no question: the facts as before
+    for q in ("which store for the session cache?", "会话缓存用什么？"):
+        ctx = engine.assemble(store, budget=2000, mode="hybrid", query=q)
+        text = render_formats.to_text(ctx)
+        assert "2026-03-15" not in text, q  # shares no term with the question: its budget goes to recall
+        assert text.count("Do not use MongoDB") == 1, q  # in recall's turns, not repeated as a fact
+        assert not re.search(r"^(Facts to keep|Session memory)[^\n]*:\n(\n|$)", text, re.M), q  # no empty header
+        md = render_formats.to_markdown(ctx)
+        assert "2026-03-15" not in md and md.count("Do not use MongoDB") == 1, q
+
+
+def test_query_keeps_a_relevant_fact_recall_does_not_hold(store):
+    fill(store, [("user", "Budget: the staging cluster costs at most 400 USD a month."), ("assistant", "ok")])
+    for i in range(60):
+        fill(store, [("user", f"staging chatter {i} " + "z " * 30)])
+    ctx = engine.assemble(store, budget=300, mode="hybrid", query="staging cluster budget")
+    held = {h for p in ctx.parts if p.name == "query" for h in re.findall(r"#(\d+)", p.text)}
+    text = render_formats.to_text(ctx)
+    assert "400 USD" in text and estimate(text) <= 300
+    assert held or ctx.facts

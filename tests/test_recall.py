@@ -411,3 +411,22 @@ def test_per_prompt_recall_is_all_or_nothing_for_the_question(store):
     assert chosen == [4, 5]  # the question and its answer; the turns around score below half the best
     assert recall.answerable(recall.rank(store, "what is the capital of Peru and its population?",
                                          semantic=False), 0.6) == []
+
+
+def test_a_turn_after_the_one_shown_before_it_drops_its_id_and_the_budget_counts_it(tmp_path):
+    s = Store(str(tmp_path / "ctx"))
+    day = 1_700_000_000
+    s.add_many([dict(kind="prompt", content="the kiwi harvest starts in May", session="a", ts=day, dedup="1"),
+                dict(kind="reply", content="kiwi pickers are booked for May", session="a", ts=day + 60, dedup="2"),
+                dict(kind="prompt", content="kiwi prices went up", session="b", ts=day + 120, dedup="3"),
+                dict(kind="reply", content="kiwi exports doubled", session="b", ts=day + 2 * 86400, dedup="4")])
+    r = recall.recall(s, "kiwi", 500)
+    lines = r.text.splitlines()
+    assert "#1 user: the kiwi harvest starts in May" in lines
+    assert "assistant: kiwi pickers are booked for May" in lines  # right after #1: no #2
+    assert "#3 user: kiwi prices went up" in lines  # another session: its id
+    assert "#4 assistant: kiwi exports doubled" in lines  # another day: its id
+    for budget in range(20, 80, 3):  # what the packer charges is what the text counts
+        r = recall.recall(s, "kiwi", budget)
+        assert r.tokens == estimate(r.text) <= budget
+    s.close()
