@@ -26,7 +26,7 @@ from ctxd.memory.text.tokens import estimate
 
 POOL = 200  # hits read from each index per query
 PER_ITEM = 1  # tokens of a packed item's line break (its label is counted with its text)
-STRETCHES = 2  # packings again with the budget the first left unused, while the text still fits
+STRETCHES = 2  # exact counter: packings again with the budget the first left unused, while it fits
 KIND_WEIGHT = {"prompt": 1.0, "reply": 1.0, "summary": 0.9, "tool_call": 0.55, "tool_result": 0.5, "meta": 0.0}
 PAIR_SHARE = 0.6  # a question's answer (or an answer's question) scores this share of its hit
 NEIGHBOUR_SHARE = (0.4, 0.2)  # the turns 1 and 2 away from one of the best hits: conversation is local
@@ -536,9 +536,9 @@ def recall(store, query, budget, *, exclude=(), threshold=0.0, counter=estimate,
     hits = [h for h in ranked if h.raw >= threshold]
     items, text, used = pack(hits, budget, counter)
     stretch = budget
-    for _ in range(STRETCHES):  # the items' costs add up to a little more than their text counts
-        if used >= budget or len(items) == len(hits):  # (a line break often merges): fill the rest
-            break
+    for _ in range(STRETCHES if counter is not estimate else 0):  # the items' exact costs add up to
+        if used >= budget or len(items) == len(hits):  # more than their text counts (a line break
+            break  # merges): fill the rest; the estimate's surplus is its margin (it may count low)
         stretch += budget - used
         more = pack(hits, stretch, counter)
         if more[2] > budget:
