@@ -494,12 +494,13 @@ def pack(hits, budget, counter=estimate):
     A turn right after one already taken is charged without its ``#id`` (it is shown without it),
     and taking the turn right before one already taken refunds that one's id."""
     chosen, used, days, labels, by_id = [], 0, set(), {}, {}
+    brk = PER_ITEM if counter is estimate else 0  # cl100k: a line's count holds its line break
     for h in hits:
         m = h.message
         day = _day(m.ts)
         if day not in days and day not in labels:
-            labels[day] = counter(f"[{day}]") + 1
-        cost = _cost(m, counter, labels) + PER_ITEM + (0 if day in days else labels[day])
+            labels[day] = counter(f"[{day}]") + brk
+        cost = _cost(m, counter, labels) + brk + (0 if day in days else labels[day])
         if _follows(m, by_id.get(m.id - 1)):
             cost -= _id_cost(m, counter, labels)
         after = by_id.get(m.id + 1)
@@ -539,10 +540,10 @@ def recall(store, query, budget, *, exclude=(), threshold=0.0, counter=estimate,
     for _ in range(STRETCHES if counter is not estimate else 0):  # the items' exact costs add up to
         if used >= budget or len(items) == len(hits):  # more than their text counts (a line break
             break  # merges): fill the rest; the estimate's surplus is its margin (it may count low)
-        stretch += budget - used
-        more = pack(hits, stretch, counter)
+        more = pack(hits, stretch + budget - used, counter)
         if more[2] > budget:
             break
+        stretch += budget - used
         items, text, used = more
     # an estimate can be off: the packed text itself never exceeds the budget
     while items and used > budget:
