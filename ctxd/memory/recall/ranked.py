@@ -26,7 +26,6 @@ from ctxd.memory.text.tokens import estimate
 
 POOL = 200  # hits read from each index per query
 PER_ITEM = 1  # tokens of a packed item's line break (its label is counted with its text)
-STRETCHES = 2  # exact counter: packings again with the budget the first left unused, while it fits
 KIND_WEIGHT = {"prompt": 1.0, "reply": 1.0, "summary": 0.9, "tool_call": 0.55, "tool_result": 0.5, "meta": 0.0}
 PAIR_SHARE = 0.6  # a question's answer (or an answer's question) scores this share of its hit
 NEIGHBOUR_SHARE = (0.4, 0.2)  # the turns 1 and 2 away from one of the best hits: conversation is local
@@ -449,8 +448,7 @@ def _day(ts):
 
 
 def item_text(m, with_id=True):
-    """A packed turn: ``#42 user: text``; without its ``#id`` (*with_id* false) when it follows
-    the turn shown just before it (``_follows``)."""
+    """A packed turn: ``#42 user: text``; ``user: text`` right after its predecessor (``_follows``)."""
     text = m.content
     if len(text) > MAX_ITEM_CHARS:
         cut = text[:MAX_ITEM_CHARS]
@@ -462,10 +460,8 @@ def item_text(m, with_id=True):
 
 
 def _follows(m, before):
-    """Whether *m* is the message right after *before* in the same session and day: shown
-    under it without its ``#id`` (the id is the one before plus one)."""
-    return (before is not None and m.id == before.id + 1 and m.session == before.session
-            and _day(m.ts) == _day(before.ts))
+    """Whether *m* is the message after *before* (id + 1), same session and day: shown without #id."""
+    return before is not None and m.id == before.id + 1 and m.session == before.session and _day(m.ts) == _day(before.ts)
 
 
 def _cost(m, counter, labels):
@@ -530,21 +526,11 @@ def recall(store, query, budget, *, exclude=(), threshold=0.0, counter=estimate,
 
     *threshold*: hits whose relevance (the share of the question's terms they contain,
     weighted by kind) is below it are left out (per-prompt recall injects only what is
-    relevant). *exclude*: message ids
-    the caller already holds. *ranked*: ``rank``'s answer for *query*, when the caller has it.
+    relevant). *exclude*: message ids the caller already holds. *ranked*: ``rank``'s answer, if known.
     """
     ranked = rank(store, query, exclude=exclude, now=now) if ranked is None else ranked
     hits = [h for h in ranked if h.raw >= threshold]
     items, text, used = pack(hits, budget, counter)
-    stretch = budget
-    for _ in range(STRETCHES if counter is not estimate else 0):  # the items' exact costs add up to
-        if used >= budget or len(items) == len(hits):  # more than their text counts (a line break
-            break  # merges): fill the rest; the estimate's surplus is its margin (it may count low)
-        more = pack(hits, stretch + budget - used, counter)
-        if more[2] > budget:
-            break
-        stretch += budget - used
-        items, text, used = more
     # an estimate can be off: the packed text itself never exceeds the budget
     while items and used > budget:
         items, text, used = pack(sorted(items, key=lambda h: -h.score)[:-1], budget, counter)
@@ -608,24 +594,3 @@ def snippet(text, query, width=160):
     out = flat[start:start + width]
     return ("…" if start else "") + out + ("…" if start + width < len(flat) else "")
 
-
-def about(store, query):
-    """A predicate text -> whether *text* shares a term with *query* that says something: one of
-    its words or their English (a Chinese question's, ``asked``), matched at a word's start by its
-    stem, or one of its Chinese words. A word in more than COMMON of the store's messages (a
-    speaker's name, the project's) says nothing on its own. ``ctxd context --query`` keeps only
-    the session memory's and the facts' lines this holds for."""
-    words = asked(query)[:MAX_TERMS]
-    n = store.count() if words else 0
-    if n >= COMMON_FROM:
-        words = [w for w in words if store.match_count(_quote(w), int(COMMON * n) + 1) <= COMMON * n]
-    stems = tuple(_unique(_stem(w) for w in words if len(_stem(w)) >= 4))  # short ones: the word itself
-    short = {w for w in words if len(_stem(w)) < 4}
-    grams = [g for g in terms(query)[1] if len(g) >= 2]
-
-    def holds(text):
-        low = text.lower()
-        if any(g in low for g in grams):
-            return True
-        return any(w in short or (stems and w.startswith(stems)) for w in _WORD.findall(low))
-    return holds
