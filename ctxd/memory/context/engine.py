@@ -177,7 +177,9 @@ def assemble(store, *, budget, mode="auto", query=None, system=None, system_comp
     ctx.memory = mem
     about = None
     if query:  # the question decides: only the memory's and the facts' lines that share a term with it
-        about = ctx.about = _about(store, query)
+        from ctxd.memory.recall import ranked as recall
+
+        about = ctx.about = recall.about(store, query)
     if mode != "zero" and (mode in ("summary", "hybrid") or mem.files or mem.commands or mem.todos):
         ctx.memory_sections = memory_sections(mem, int(budget * (QUERY_MEMORY_SHARE if query else MEMORY_SHARE)),
                                               decisions=with_decisions)
@@ -328,29 +330,6 @@ def _recall_part(ctx, store, query, budget, recent_pool, mode):
         used += p.tokens
     return used, held
 
-
-def _about(store, query):
-    """A predicate text -> whether *text* shares a term with *query* that says something: one of
-    its words or their English (``recall.asked``: a Chinese question's too), matched at a word's
-    start by its stem (a stem under 4 letters: the word itself), or one of its Chinese words. A
-    word in more than recall.COMMON of the messages (a speaker's name, the project's) says nothing
-    on its own. ``ctxd context --query`` keeps the memory's and the facts' lines it holds for."""
-    from ctxd.memory.recall import ranked as r
-
-    words = r.asked(query)[:r.MAX_TERMS]
-    n = store.count() if words else 0
-    if n >= r.COMMON_FROM:
-        words = [w for w in words if store.match_count(r._quote(w), int(r.COMMON * n) + 1) <= r.COMMON * n]
-    stems = tuple(r._unique(r._stem(w) for w in words if len(r._stem(w)) >= 4))
-    short = {w for w in words if len(r._stem(w)) < 4}
-    grams = [g for g in r.terms(query)[1] if len(g) >= 2]
-
-    def holds(text):
-        low = text.lower()
-        if any(g in low for g in grams):
-            return True
-        return any(w in short or (stems and w.startswith(stems)) for w in r._WORD.findall(low))
-    return holds
 
 def _drop_held(ctx, items):
     """Drop from *ctx* the memory's and the facts' lines the recalled *items* already hold (a

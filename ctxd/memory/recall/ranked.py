@@ -461,7 +461,7 @@ def item_text(m, with_id=True):
 
 def _follows(m, before):
     """Whether *m* is the message after *before* (id + 1), same session and day: shown without #id."""
-    return before is not None and m.id == before.id + 1 and m.session == before.session and _day(m.ts) == _day(before.ts)
+    return None not in (m, before) and m.id == before.id + 1 and m.session == before.session and _day(m.ts) == _day(before.ts)
 
 
 def _cost(m, counter, labels):
@@ -477,14 +477,6 @@ def _cost(m, counter, labels):
     return counter(item_text(m))
 
 
-def _id_cost(m, counter, labels):
-    """Tokens the ``#id `` of item_text(m) adds: what a turn shown after its predecessor saves."""
-    key = ("#", len(str(m.id)))
-    if key not in labels:
-        labels[key] = max(0, counter(f"#{m.id} user: x") - counter("user: x"))
-    return labels[key]
-
-
 def pack(hits, budget, counter=estimate):
     """The best hits that fit *budget* tokens, in time order under date headings: (items, text, tokens).
     A turn right after one already taken is charged without its ``#id`` (it is shown without it),
@@ -497,11 +489,9 @@ def pack(hits, budget, counter=estimate):
         if day not in days and day not in labels:
             labels[day] = counter(f"[{day}]") + brk
         cost = _cost(m, counter, labels) + brk + (0 if day in days else labels[day])
-        if _follows(m, by_id.get(m.id - 1)):
-            cost -= _id_cost(m, counter, labels)
-        after = by_id.get(m.id + 1)
-        if after is not None and _follows(after, m):
-            cost -= _id_cost(after, counter, labels)
+        after = by_id.get(m.id + 1)  # an #id costs what "#42" counts (the space joins the role)
+        cost -= (counter(f"#{m.id}") if _follows(m, by_id.get(m.id - 1)) else 0) + \
+            (counter(f"#{after.id}") if _follows(after, m) else 0)
         if used + cost > budget:
             continue
         chosen.append(h)
@@ -594,3 +584,17 @@ def snippet(text, query, width=160):
     out = flat[start:start + width]
     return ("…" if start else "") + out + ("…" if start + width < len(flat) else "")
 
+
+def about(store, query):
+    """text -> whether it shares a term with *query* that says something (``ctxd context --query``
+    keeps only such memory and fact lines): a word of ``asked`` by its stem at a word's start (a stem
+    under 4 letters: the word itself), or a Chinese word; not a word in more than COMMON of the messages."""
+    words = asked(query)[:MAX_TERMS]
+    n = store.count() if words else 0
+    if n >= COMMON_FROM:  # a speaker's or the project's name says nothing on its own
+        words = [w for w in words if store.match_count(_quote(w), int(COMMON * n) + 1) <= COMMON * n]
+    stems = tuple(_unique(_stem(w) for w in words if len(_stem(w)) >= 4))
+    short = {w for w in words if len(_stem(w)) < 4}
+    grams = [g for g in terms(query)[1] if len(g) >= 2]
+    return lambda text: any(g in text.lower() for g in grams) or any(
+        w in short or (stems and w.startswith(stems)) for w in _WORD.findall(text.lower()))
