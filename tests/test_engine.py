@@ -298,3 +298,17 @@ def test_query_keeps_a_relevant_fact_recall_does_not_hold(store):
     text = render_formats.to_text(ctx)
     assert "400 USD" in text and estimate(text) <= 300
     assert held or ctx.facts
+
+
+@pytest.mark.parametrize("budget", [300, 600, 2000])
+def test_query_fills_the_budget_and_keeps_the_last_two_turns(store, budget):
+    for i in range(120):
+        fill(store, [("user", f"how did the kiwi harvest go in week {i}?"),
+                     ("assistant", f"week {i}: the kiwi harvest went fine, " + "crates " * 12)])
+    fill(store, [("user", "and the weather tomorrow?"), ("assistant", "sunny, light wind")])
+    ctx = engine.assemble(store, budget=budget, mode="hybrid", query="kiwi harvest")
+    text = render_formats.to_text(ctx)
+    from ctxd.memory import tokens
+    assert tokens.ceiling(text) <= budget
+    assert "and the weather tomorrow?" in text and "sunny, light wind" in text  # the last two turns stay
+    assert tokens.ceiling(text) >= 0.9 * budget  # recall takes what the other parts leave

@@ -235,6 +235,8 @@ def assemble(store, *, budget, mode="auto", query=None, system=None, system_comp
         left = max(0, budget - used - sum(m.tokens + PER_MESSAGE for m in ctx.recent))
         s = summary_block(store, older_upto, min(left, int(budget * SUMMARY_SHARE)), os.path.join(store.dir, "cache"),
                           llm=llm_summary)
+        if s and query and estimate(s) + PART_TITLES > left:
+            s = ""  # with a question, its first line alone would push out the last turns
         if s:
             at = next((i for i, p in enumerate(ctx.parts) if p.name in ("facts", "query")), len(ctx.parts))
             ctx.parts.insert(at, Part("summary", s))
@@ -326,6 +328,7 @@ def _recall_part(ctx, store, query, budget, recent_pool, mode):
     used = sum(p.tokens for p in ctx.parts)
     if found.text:
         p = Part("query", found.text)
+        p.tokens = found.tokens  # as packed: exactly, when the final text is counted so
         ctx.parts.append(p)
         used += p.tokens
     return used, held
