@@ -487,7 +487,7 @@ def pack(hits, budget, counter=estimate):
         m = h.message
         day = _day(m.ts)
         if day not in days and day not in labels:
-            labels[day] = counter(f"[{day}]") + brk
+            labels[day] = counter(day) + brk
         cost = _cost(m, counter, labels) + brk + (0 if day in days else labels[day])
         after = by_id.get(m.id + 1)  # an #id costs what "#42" counts (the space joins the role)
         cost -= (counter(f"#{m.id}") if _follows(m, by_id.get(m.id - 1)) else 0) + \
@@ -503,7 +503,7 @@ def pack(hits, budget, counter=estimate):
     for h in chosen:
         day = _day(h.message.ts)
         if day != last_day:
-            out.append(f"[{day}]")
+            out.append(day)
             last_day = day
         out.append(item_text(h.message, with_id=not _follows(h.message, last)))
         last = h.message
