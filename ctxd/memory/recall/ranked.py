@@ -479,19 +479,19 @@ def _cost(m, counter, labels):
 
 def pack(hits, budget, counter=estimate):
     """The best hits that fit *budget* tokens, in time order under date headings: (items, text, tokens).
-    A turn right after one already taken is charged without its ``#id`` (it is shown without it),
-    and taking the turn right before one already taken refunds that one's id."""
+    An #id is charged only where it is shown (not on a turn right after one taken: ``_follows``)."""
     chosen, used, days, labels, by_id = [], 0, set(), {}, {}
-    brk = PER_ITEM if counter is estimate else 0  # cl100k: a line's count holds its line break
+    brk = PER_ITEM if counter is estimate else 0  # exact: a line's count holds its line break
     for h in hits:
         m = h.message
         day = _day(m.ts)
         if day not in days and day not in labels:
             labels[day] = counter(day) + brk
         cost = _cost(m, counter, labels) + brk + (0 if day in days else labels[day])
-        after = by_id.get(m.id + 1)  # an #id costs what "#42" counts (the space joins the role)
-        cost -= (counter(f"#{m.id}") if _follows(m, by_id.get(m.id - 1)) else 0) + \
-            (counter(f"#{after.id}") if _follows(after, m) else 0)
+        if m.id - 1 in by_id or m.id + 1 in by_id:  # an #id costs what "#42" counts (the space joins the role)
+            for x, before in ((m, by_id.get(m.id - 1)), (by_id.get(m.id + 1), m)):
+                key = ("#", len(str(x.id))) if _follows(x, before) else None
+                cost -= (labels[key] if key in labels else labels.setdefault(key, counter(f"#{x.id}"))) if key else 0
         if used + cost > budget:
             continue
         chosen.append(h)
