@@ -51,7 +51,7 @@ def test_terms_drop_stop_words_and_keep_phrases():
 def test_a_natural_question_finds_the_answer(store):
     r = recall.recall(store, "what date did we pick for the cutover?", 500)
     assert ids(r)[:2] == [1, 2]
-    assert "2026-04-12" in r.text and "2023-11-14" in r.text.splitlines()  # each turn under its date (a line)
+    assert "2026-04-12" in r.text and "[2023-11-14]" in r.text  # each turn under its date
     # in time order; the answer right after its question is shown without its #id (it is #2)
     assert r.text.index("#1 user: When is") < r.text.index("\nassistant: The cutover") and "#2 " not in r.text
 

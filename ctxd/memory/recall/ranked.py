@@ -486,7 +486,7 @@ def pack(hits, budget, counter=estimate):
         m = h.message
         day = _day(m.ts)
         if day not in days and day not in labels:
-            labels[day] = counter(day) + brk
+            labels[day] = counter(f"[{day}]") + brk
         cost = _cost(m, counter, labels) + brk + (0 if day in days else labels[day])
         if m.id - 1 in by_id or m.id + 1 in by_id:  # an #id costs what "#42" counts (the space joins the role)
             for x, before in ((m, by_id.get(m.id - 1)), (by_id.get(m.id + 1), m)):
@@ -503,7 +503,7 @@ def pack(hits, budget, counter=estimate):
     for h in chosen:
         day = _day(h.message.ts)
         if day != last_day:
-            out.append(day)
+            out.append(f"[{day}]")
             last_day = day
         out.append(item_text(h.message, with_id=not _follows(h.message, last)))
         last = h.message
