@@ -48,6 +48,7 @@ RECENT_LEAVE = 0.12  # what recent turns leave for that summary in summary and h
 SYSTEM_COMPACT_SHARE = 0.25
 SYSTEM_MAX_SHARE = 1 / 3
 PART_TITLES = 8  # tokens a part's title and the blank line before it take in the text formats
+MARKDOWN_TITLE, MARKDOWN_TURN = 10, 6  # what markdown adds: the document's title, a turn's "**user** #42:"
 TURNS = {"short": 6, "summary": 1}  # at most this many recent turns in these modes (at least 2)
 
 
@@ -307,7 +308,8 @@ def _recall_part(ctx, store, query, budget, recent_pool, mode):
 
     counter = (tokens.exact_counter() if ctx.exact else None) or estimate
     last = [m for m in recent_pool if m.role == "user"][-1:] if mode == "zero" else recent_pool[-2:]
-    after = sum(m.tokens + PER_MESSAGE for m in last)  # the last turns, shown after recall's
+    after = sum(m.tokens + PER_MESSAGE + MARKDOWN_TURN for m in last) + MARKDOWN_TITLE  # the last turns,
+    # shown after recall's in any format (markdown, the default, frames them most)
 
     def share():
         mem, facts = (sum(p.tokens for p in ctx.parts if p.name == n) for n in ("memory", "facts"))
