@@ -308,7 +308,7 @@ def test_query_fills_the_budget_and_keeps_the_last_two_turns(store, budget):
     fill(store, [("user", "and the weather tomorrow?"), ("assistant", "sunny, light wind")])
     ctx = engine.assemble(store, budget=budget, mode="hybrid", query="kiwi harvest")
     text = render_formats.to_text(ctx)
-    from ctxd.memory import tokens
+    from ctxd.memory.text import tokens
     assert tokens.ceiling(text) <= budget
     assert "and the weather tomorrow?" in text and "sunny, light wind" in text  # the last two turns stay
     assert tokens.ceiling(text) >= 0.9 * budget  # recall takes what the other parts leave
