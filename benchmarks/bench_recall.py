@@ -464,6 +464,7 @@ def per_prompt(convs, args, ctxd, cost, counter_name, tmp):
     print(f"LoCoMo dev per-prompt recall: Claude Code UserPromptSubmit -> `ctxd chat hook claude` "
           f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})")
     print("  each question a fresh session_id; the context dir is restored from a snapshot taken after the import")
+    print("  and `ctxd chat embed` (every turn embedded when the semantic extra is installed)")
     print("  before every question, so no question is in the store the next one sees (checked at the end)")
     print(f"  sizes: {counter_name}; recall as in the default mode, on hookSpecificOutput.additionalContext")
     print()
@@ -475,6 +476,9 @@ def per_prompt(convs, args, ctxd, cost, counter_name, tmp):
     for conv in convs:
         env, proj, ctx_dir = ctxd.project(tmp, f"prompt-{conv['name']}")
         ctxd.import_turns(conv["turns"], os.path.join(tmp, f"p{conv['name']}.jsonl"), env, proj)
+        # embed before the snapshot: restored from one taken mid-embedding, recall would run
+        # without (most) vectors and under-report what the hook injects with the semantic extra
+        conv["embed"] = ctxd.embed(env, proj)
         snap = os.path.join(tmp, f"snapshot-{conv['name']}")
         shutil.copytree(ctx_dir, snap)
         stored = ctxd.stored(env, proj)
@@ -500,6 +504,7 @@ def per_prompt(convs, args, ctxd, cost, counter_name, tmp):
     print(prompt_row("all", total["all"]))
     print()
     for c in convs:
+        print(f"conversation {c['name']}: {c.get('embed')}")
         n, before, last, after, nq = c["store_check"]
         ok = last <= before + 1 and after == before
         print(f"store {c['name']}: {n} turns imported; {before} messages in the snapshot, {last} after the last "
