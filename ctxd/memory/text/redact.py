@@ -32,7 +32,6 @@ compiled the first time its hints occur in a text.
 """
 
 import re
-import string
 
 from ctxd.memory.text import gitleaks
 
@@ -148,7 +147,7 @@ def secret_env(plan):
     return out
 
 
-_NAME_CHARS = frozenset(string.ascii_letters + string.digits + "_.-")
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")  # no string module: its import compiles a regex
 
 # Substrings without which a rule cannot match (in the text, or in the lower-cased text for
 # HINTS_LOWER): a rule is not run over a text that has none of them. By kind, or by pattern where
