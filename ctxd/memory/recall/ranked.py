@@ -72,7 +72,14 @@ _STOP_ZH = ("什么", "怎么", "为什么", "哪里", "哪个", "多少", "是�
             "他们", "她们", "这个", "那个", "这些", "那些", "的", "了", "是", "在", "吗", "呢", "吧", "啊", "和",
             "与", "就", "都", "也", "还", "请", "我", "你", "他", "她", "它", "谁", "几", "哪", "把", "被", "给")
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?", re.UNICODE)
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+_CJK_RUN = r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+"
+_CJK = []  # its compiled form, made on first use: ~1.5 ms, and an ASCII question never needs it
+
+
+def _cjk():
+    if not _CJK:
+        _CJK.append(re.compile(_CJK_RUN))
+    return _CJK[0]
 
 
 class Hit:
@@ -104,12 +111,13 @@ class Recall:
 def terms(query):
     """(words, cjk trigrams, phrases) of a question: content words in order, lowercased."""
     query = query[:50_000]
-    cjk_runs = []
-    for run in _CJK.findall(query):
-        for stop in _STOP_ZH:  # split a run at its function words
-            run = run.replace(stop, " ")
-        cjk_runs += [r for r in run.split() if r]
-    latin = _CJK.sub(" ", query)
+    cjk_runs, latin = [], query
+    if not query.isascii():
+        for run in _cjk().findall(query):
+            for stop in _STOP_ZH:  # split a run at its function words
+                run = run.replace(stop, " ")
+            cjk_runs += [r for r in run.split() if r]
+        latin = _cjk().sub(" ", query)
     words = []
     for w in _WORD.findall(latin.lower()):
         w = w.replace("’", "'")
@@ -132,7 +140,7 @@ def terms(query):
 def translated(query):
     """A question's Chinese words in English (ctxd.memory.recall.zh_en): a tuple of each word's
     English words; () for a question without Chinese (the dictionary is not opened then)."""
-    if not _CJK.search(query):
+    if query.isascii() or not _cjk().search(query):
         return ()
     from ctxd.memory.recall import zh_en
 
