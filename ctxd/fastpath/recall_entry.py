@@ -57,14 +57,14 @@ def _out(text):
 
 def run_recall(query, budget, json_):
     """Print ``ctxd recall``'s answer."""
-    import json
-
     from ctxd.memory.core import ProjectMemory
 
     with ProjectMemory.at() as mem:
         mem.store(create=False)  # nothing recorded: NoStore (exit 4), as ctxd context says it
         r = mem.recall(query, budget)
     if json_:
+        import json  # only here: its import compiles regexes plain recall never uses (~3 ms)
+
         _out(json.dumps(r.to_json(), ensure_ascii=False, indent=1) + "\n")
     else:
         _out(r.text + "\n" if r.text else "")

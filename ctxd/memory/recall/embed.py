@@ -20,7 +20,6 @@ line says why) and recall is lexical. Standard library only.
 import array
 import heapq
 import itertools
-import json
 import os
 import sqlite3
 import sys
@@ -182,6 +181,8 @@ def sign_bits(vec, mean):
 
 def _mean(store, vecs):
     """The centre of the sign bits: stored once, from the first MEAN_FROM vectors."""
+    import json  # not at import: recall imports this module, and without vectors never gets here
+
     raw = store.meta_get("embed_mean")
     if raw:
         try:
