@@ -296,6 +296,8 @@ def rank(store, query, *, exclude=(), now=None, pool=POOL, expand=True, semantic
         if not semantic(lexical):
             return lexical
         near = meaning(store, query)
+        if not near:  # no vectors yet (or no extra): the ranking is the lexical one, already expanded
+            return lexical
     if near:
         msgs.update((m.id, m) for m in store.messages({i for i, _c in near} - set(msgs)))
     if near and (not expand or not FUSE_AFTER):
