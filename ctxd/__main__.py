@@ -1,3 +1,3 @@
-from ctxd.fastpath.console_entry import main
+from ctxd.fastpath.console_entry import run
 
-main()
+run()

@@ -12,6 +12,7 @@ beyond the plain way of doing those things is there only to make them faster:
 | the path's modules from one marshalled file instead of importlib | bundle | first visit 0.05-0.12x in 3 of 4 runs, none in 1 | tests/test_export_bundle.py | it stops showing: time a first visit with bundle.load_code returning "" |
 | os built on posix alone (no os, posixpath, stat, _collections_abc) | posix_os | first visit 0.03-0.05x in 5 of 6 shell-runs | tests/test_posix_os.py, tests/test_export_hot_path.py | Python's start-up imports os anyway, or the path needs most of os |
 | a new shell sources a copy of the hook, no process | startup_copy | shell start 12-14x | tests/e2e/test_e2e_startup.py | `ctxd hook` itself starts in a few milliseconds |
+| no interpreter teardown after `chat hook`, `recall`, `context`: os._exit once the output is flushed | console_entry.run | 3-4 ms CPU a run (`ctxd recall` and the prompt hook at 700 turns, 21 runs each, console script calling main vs run) | tests/test_console_entry.py | the path needs an atexit handler, a thread or a file closed at exit |
 | commands run often dispatched before click | console_entry, recall_entry, exec_entry | not on bench_activation's path: importing the click app costs 75-300 ms here (python -X importtime) | tests/test_packaging.py, tests/test_recall.py, tests/test_exec.py, tests/test_agent_env.py | the click app imports in a few milliseconds |
 
 Saving: how much more ctxd's overhead over no hook was with the trick taken out, as a share of

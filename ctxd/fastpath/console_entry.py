@@ -7,6 +7,10 @@ exec``; every other command goes to the click app in ``ctxd.cli``. Every one of
 them maps its errors through ``ctxd.boundary``, and all but the first two write
 to a terminal through ``ctxd.termtext`` (escape sequences in user data shown as
 text).
+
+``run`` is what the console script calls; ``main`` stays for scripts installed before
+(an editable install never rewrites its script) and does the same, but ends through the
+interpreter's teardown.
 """
 
 import sys
@@ -37,3 +41,35 @@ def main():
     from ctxd.cli import main as cli_main
 
     cli_main()
+
+
+def run():
+    """The console script ([project.scripts]): ``main()``; then, when ``chat hook``, ``recall``
+    or ``context`` answered without click, the process ends at once with its exit code, its
+    output flushed, skipping the interpreter's teardown (freeing every module: 8-13 ms of CPU,
+    see ctxd.fastpath). Nothing on those paths needs the teardown: no atexit handler, no
+    thread; files are closed where they are written; the store is closed on the way out of
+    its ``with`` (a transaction not committed would be rolled back by either ending alike);
+    the refresh a hook starts is a detached process already running. Anything else (click's
+    commands, its help and usage errors) ends the ordinary way."""
+    try:
+        main()
+        code = 0
+    except SystemExit as e:
+        code = e.code
+    fast = sys.argv[1:3] == ["chat", "hook"] or sys.argv[1:2] in (["recall"], ["context"])
+    if not fast or "ctxd.cli" in sys.modules:  # click answered: its help, a usage error
+        sys.exit(code)
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):  # sys.exit("message"), as the interpreter would show it
+        sys.stderr.write(f"{code}\n")
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: what was lost is lost either way
+            pass
+    import os
+
+    os._exit(code & 0xFF)
