@@ -46,7 +46,7 @@ def main():
 def run():
     """The console script ([project.scripts]): ``main()``; then, when ``chat hook``, ``recall``
     or ``context`` answered without click, the process ends at once with its exit code, its
-    output flushed, skipping the interpreter's teardown (freeing every module: 8-13 ms of CPU,
+    output flushed, skipping the interpreter's teardown (freeing every module: 3-6 ms of CPU,
     see ctxd.fastpath). Nothing on those paths needs the teardown: no atexit handler, no
     thread; files are closed where they are written; the store is closed on the way out of
     its ``with`` (a transaction not committed would be rolled back by either ending alike);
