@@ -21,11 +21,10 @@ Standard library only (the UserPromptSubmit hook imports it).
 import re
 import time
 
-from ctxd.memory.store import origin
+from ctxd.memory.recall.pack import pack
 from ctxd.memory.text.tokens import estimate
 
 POOL = 200  # hits read from each index per query
-PER_ITEM = 1  # tokens of a packed item's line break (its label is counted with its text)
 KIND_WEIGHT = {"prompt": 1.0, "reply": 1.0, "summary": 0.9, "tool_call": 0.55, "tool_result": 0.5, "meta": 0.0}
 PAIR_SHARE = 0.6  # a question's answer (or an answer's question) scores this share of its hit
 NEIGHBOUR_SHARE = (0.4, 0.2)  # the turns 1 and 2 away from one of the best hits: conversation is local
@@ -40,7 +39,6 @@ PHRASE_BONUS = 0.1  # a hit holding two adjacent words of the question as they s
 RECENCY = 0.02
 IMPORTANCE = 0.02
 MAX_TERMS = 64  # a 50 KB pasted prompt is still one query: its rarest-looking terms
-MAX_ITEM_CHARS = 1200
 ANSWERABLE_TOP = 10  # per-prompt recall: the best hits asked whether the history holds an answer
 ANSWERABLE_SHARE = 0.5  # ... and the share of the best score that takes a hit along
 SEMANTIC_BEFORE = 0.3  # per-prompt recall embeds the prompt only if the lexical side took less than this
@@ -53,7 +51,7 @@ FUSE_AFTER, SEM_NEIGHBOURS = True, 4  # the fused best hits whose neighbours com
 LEX_POWER = 2  # the lexical weight is LEX_WEIGHT x coverage ** LEX_POWER: ~0.5 for an English question
                # over English turns (coverage 0.67-1), ~0.03 for one whose words they lack (0.1-0.25)
 _SEMANTIC = {}  # the embed module (or None), loaded once a process
-CJK_RAW = 6.0  # the raw relevance a message matching every CJK bigram of the question gets  # one packed item is at most this long (long turns are cut at a line end)
+CJK_RAW = 6.0  # the raw relevance a message matching every CJK bigram of the question gets
 
 _STOP_EN = frozenset("""
 a about above after again against all also am an and any are aren't as at be because been before being
@@ -449,76 +447,6 @@ def coverage(low_text, words, grams, translation=()):
 def _is_question(text):
     t = text.rstrip()
     return t.endswith(("?", "？")) or "?" in t[-200:]
-
-
-# -- packing --------------------------------------------------------------------------
-
-def _day(ts):
-    return time.strftime("%Y-%m-%d", time.gmtime(ts or 0))
-
-
-def item_text(m, with_id=True):
-    """A packed turn: ``#42 user: text``; ``user: text`` right after its predecessor (``_follows``)."""
-    text = m.content
-    if len(text) > MAX_ITEM_CHARS:
-        cut = text[:MAX_ITEM_CHARS]
-        nl = cut.rfind("\n")
-        text = (cut[:nl] if nl > MAX_ITEM_CHARS // 2 else cut) + " …"
-    label = m.role if m.kind in ("prompt", "reply") else f"{m.role} ({m.kind}{', ' + m.tool if m.tool else ''})"
-    who = origin.of(m)
-    return f"{f'#{m.id} ' if with_id else ''}{label}{f' [{who}]' if who else ''}: {text}"
-
-
-def _follows(m, before):
-    """Whether *m* is the message after *before* (id + 1), same session and day: shown without #id."""
-    return None not in (m, before) and m.id == before.id + 1 and m.session == before.session and _day(m.ts) == _day(before.ts)
-
-
-def _cost(m, counter, labels):
-    """Tokens of item_text(m): with the estimator, the count the store keeps of the content plus
-    its label's (the estimate is a sum over the text's features, so this is what counting the
-    line gives, give or take a token; the packed text is counted whole at the end)."""
-    if counter is estimate and m.tokens and len(m.content) <= MAX_ITEM_CHARS:
-        label = item_text(m)[:-len(m.content) or None] if m.content else item_text(m)
-        key = (len(str(m.id)), label.split(" ", 1)[-1])
-        if key not in labels:
-            labels[key] = counter(label)
-        return m.tokens + labels[key]
-    return counter(item_text(m))
-
-
-def pack(hits, budget, counter=estimate):
-    """The best hits that fit *budget* tokens, in time order under date headings: (items, text, tokens).
-    An #id is charged only where it is shown (not on a turn right after one taken: ``_follows``)."""
-    chosen, used, days, labels, by_id = [], 0, set(), {}, {}
-    brk = PER_ITEM if counter is estimate else 0  # exact: a line's count holds its line break
-    for h in hits:
-        m = h.message
-        day = _day(m.ts)
-        if day not in days and day not in labels:
-            labels[day] = counter(f"[{day}]") + brk
-        cost = _cost(m, counter, labels) + brk + (0 if day in days else labels[day])
-        if m.id - 1 in by_id or m.id + 1 in by_id:  # an #id costs what "#42" counts (the space joins the role)
-            for x, before in ((m, by_id.get(m.id - 1)), (by_id.get(m.id + 1), m)):
-                key = ("#", len(str(x.id))) if _follows(x, before) else None
-                cost -= (labels[key] if key in labels else labels.setdefault(key, counter(f"#{x.id}"))) if key else 0
-        if used + cost > budget:
-            continue
-        chosen.append(h)
-        by_id[m.id] = m
-        used += cost
-        days.add(day)
-    chosen.sort(key=lambda h: (h.message.ts or 0, h.message.id))
-    out, last_day, last = [], None, None
-    for h in chosen:
-        day = _day(h.message.ts)
-        if day != last_day:
-            out.append(f"[{day}]")
-            last_day = day
-        out.append(item_text(h.message, with_id=not _follows(h.message, last)))
-        last = h.message
-    text = "\n".join(out)
-    return chosen, text, (counter(text) if text else 0)
 
 
 def recall(store, query, budget, *, exclude=(), threshold=0.0, counter=estimate, now=None, ranked=None):
