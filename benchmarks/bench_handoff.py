@@ -91,7 +91,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ratio", type=float, default=None,
                     help="[handoff] compression_ratio for the projects (default: ctxd's default, 10)")
-    ap.add_argument("--data", default=bench_retention.DATA)
+    ap.add_argument("--data", default=bench_retention.DATA, type=os.path.abspath)
     ap.add_argument("--case", action="append", default=[])
     ap.add_argument("--show", action="store_true", help="print each archive")
     ap.add_argument("--keep", action="store_true", help="keep the temp projects")

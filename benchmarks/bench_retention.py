@@ -217,7 +217,8 @@ def conversation_paths(data, cases=()):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--budget", type=int, default=4000, help="token budget for both (default 4000)")
-    ap.add_argument("--data", default=DATA, help="directory of *.jsonl + *.facts.json (default: %(default)s)")
+    ap.add_argument("--data", default=DATA, type=os.path.abspath,
+                    help="directory of *.jsonl + *.facts.json (default: %(default)s)")
     ap.add_argument("--case", action="append", default=[], help="only this conversation (repeatable)")
     ap.add_argument("--explain", action="store_true", help="pass --explain and print ctxd's decision per case")
     ap.add_argument("--show", action="store_true", help="print each context ctxd produced")
