@@ -47,6 +47,18 @@ def _cost(m, counter, labels):
     return counter(item_text(m))
 
 
+def _day_cost(day, counter, labels):
+    """Tokens of a ``[day]`` heading. The estimator counts character classes, and every day is
+    digits and dashes: one count serves all days of a length (a long history's hits fall on
+    hundreds of days)."""
+    if counter is not estimate:
+        return counter(f"[{day}]")
+    key = ("[day]", len(day), day.count("-"))
+    if key not in labels:
+        labels[key] = counter(f"[{day}]")
+    return labels[key]
+
+
 def pack(hits, budget, counter=estimate):
     """The best hits that fit *budget* tokens, in time order under date headings: (items, text, tokens).
     An #id is charged only where it is shown (not on a turn right after one taken: ``_follows``)."""
@@ -56,7 +68,7 @@ def pack(hits, budget, counter=estimate):
         m = h.message
         day = _day(m.ts)
         if day not in days and day not in labels:
-            labels[day] = counter(f"[{day}]") + brk
+            labels[day] = _day_cost(day, counter, labels) + brk
         cost = _cost(m, counter, labels) + brk + (0 if day in days else labels[day])
         if m.id - 1 in by_id or m.id + 1 in by_id:  # an #id costs what "#42" counts (the space joins the role)
             for x, before in ((m, by_id.get(m.id - 1)), (by_id.get(m.id + 1), m)):
