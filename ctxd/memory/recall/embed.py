@@ -311,8 +311,7 @@ def nearest_bits(store, qbits, n):
     dist = hamming(blob, qbits)
     cut = heapq.nsmallest(n, dist)[-1]
     w = len(qbits)
-    close = {blob[p * w:(p + 1) * w]: dist[p]
-             for p in itertools.compress(range(len(dist)), map(cut.__ge__, dist))}  # {bits: distance}
+    close = {blob[p * w:(p + 1) * w]: dist[p] for p in within(dist, cut)}  # {bits: distance}
     rows = store.embed_with_bits(MODEL, close)
     return [i for _d, i in heapq.nsmallest(n, ((close[b], i) for i, b in rows))]
 
@@ -340,6 +339,37 @@ def hamming(blob, qbits):
     return out
 
 
+def within(dist, cut):
+    """The positions of *dist* (array('H')) whose value is at most *cut*, in order. Below 255
+    without a Python step per row: the distances' low bytes through a table (1 where at most
+    *cut*), those whose high byte is set (256 or more) cleared, then the 1s found."""
+    if cut >= 255:
+        return list(itertools.compress(range(len(dist)), map(cut.__ge__, dist)))
+    raw = dist.tobytes()
+    low, high = (raw[0::2], raw[1::2]) if sys.byteorder == "little" else (raw[1::2], raw[0::2])
+    flags = low.translate(_AT_MOST[cut])
+    if high.count(0) != len(high):
+        flags = (int.from_bytes(flags, "little") & int.from_bytes(high.translate(_IS_ZERO), "little")).to_bytes(
+            len(flags), "little")
+    out, p = [], flags.find(1)
+    while p >= 0:
+        out.append(p)
+        p = flags.find(1, p + 1)
+    return out
+
+
+class _AtMost(dict):
+    """{cut: 256-byte table, 1 for the bytes at most cut, else 0}, made when first asked for."""
+
+    def __missing__(self, cut):
+        table = self[cut] = bytes(int(v <= cut) for v in range(256))
+        return table
+
+
+_AT_MOST = _AtMost()
+_IS_ZERO = bytes([1]) + bytes(255)
+
+
 class _XorPopcount(dict):
     """{byte q: 256-byte table of popcount(v ^ q)}, made when first asked for."""
 
@@ -351,15 +381,58 @@ class _XorPopcount(dict):
 _XOR_POPCOUNT = _XorPopcount()
 
 
-def search(store, query, pool=100):
+class Question:
+    """*text*'s query vector, computed in a thread of its own while the caller goes on (the
+    lexical ranking): loading the engine and embedding are C calls that run without the GIL,
+    as SQLite's queries do, so on two cores the ~55 ms overlap the lexical side's. ``vector()``
+    waits for it (and raises what the thread raised); the thread never touches the store."""
+
+    def __init__(self, text):
+        import _thread  # not threading: ~1 ms of imports a recall does not need
+
+        self.text, self._vec, self._error = text, None, None
+        self._done = _thread.allocate_lock()
+        self._done.acquire()
+        _thread.start_new_thread(self._run, ())
+
+    def _run(self):
+        try:
+            self._vec = model().query(self.text)
+        except BaseException as e:  # handed to the caller by vector()
+            self._error = e
+        finally:
+            self._done.release()
+
+    def done(self):
+        """Wait until the thread has finished."""
+        with self._done:
+            pass
+
+    def vector(self):
+        self.done()
+        if self._error is not None:
+            raise self._error
+        return self._vec
+
+
+def ahead(store, query):
+    """A Question for *query* (as ``search`` gets it), started now; None when ``search`` would
+    not embed it (the model is known to be unavailable, or no message has a vector)."""
+    if isinstance(_loaded.get("model"), Unavailable) or not store.embed_any(MODEL):
+        return None
+    return Question(query)
+
+
+def search(store, query, pool=100, question=None):
     """[(message id, cosine)] best first for *query*; [] when no message has a vector.
-    Raises Unavailable without the model, sqlite3.Error on a busy or corrupt store."""
-    if not store.embed_any(MODEL):
+    *question*: its Question (``ahead``), if one was started. Raises Unavailable without the
+    model, sqlite3.Error on a busy or corrupt store."""
+    if question is None and not store.embed_any(MODEL):
         return []
     mean = _mean(store, [])
     if mean is None:
         return []
-    q = model().query(query)
+    q = model().query(query) if question is None or question.text != query else question.vector()
     ids = nearest_bits(store, sign_bits(q, mean).to_bytes(DIM // 8, "little"), RERANK)
     if not ids:
         return []

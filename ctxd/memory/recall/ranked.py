@@ -172,14 +172,17 @@ def fts_or(items):
 
 # -- ranking ----------------------------------------------------------------------------
 
-def candidates(store, query, pool=POOL, words=None):
+def candidates(store, query, pool=POOL, words=None, msgs=None, memo=None):
     """{message id: (relevance in [0, 1], raw bm25 relevance)} from both indexes, each
     normalised to its best hit; the raw value (-bm25) says how relevant in absolute terms.
 
     A word in more than COMMON of the messages (a speaker's name, the project's name)
     does not pull in candidates when rarer words exist: it only boosts the hits that
     contain it. A Chinese question also looks for its translation's English words.
-    *words*: the words to look for instead of the question's own and its translation's."""
+    *words*: the words to look for instead of the question's own and its translation's.
+    *msgs*: {id: Message} already loaded, and filled with those read here; *memo*: what this
+    ranking knows already (the store's size, which words are common), so that a second call
+    (pseudo-relevance feedback) asks the store nothing twice."""
     own, grams, _phrases = terms(query)
     words = asked(query) if words is None else words
     scores = {}
@@ -189,11 +192,13 @@ def candidates(store, query, pool=POOL, words=None):
         scores[mid] = (max(old[0], rel), max(old[1], raw))
 
     common = []
+    memo = {} if memo is None else memo
     english = {w for e in translated(query) for w in e} - set(own)  # a translation's words are not a paste's
-    n = store.count() if 1 < len(words) and sum(x not in english for x in words) <= 16 else 0  # a long
-    # pasted prompt: its words are many enough
+    n = 0
+    if 1 < len(words) and sum(x not in english for x in words) <= 16:  # a long pasted prompt: its words
+        n = memo["n"] if "n" in memo else memo.setdefault("n", store.count())  # are many enough
     if n >= COMMON_FROM:
-        common = [x for x in words if store.match_count(_quote(x), int(COMMON * n) + 1) > COMMON * n]
+        common = [x for x in words if _common(store, x, n, memo)]
         if len(common) == len(words):
             common = []
     rare = [x for x in words if x not in common]
@@ -209,18 +214,29 @@ def candidates(store, query, pool=POOL, words=None):
         for mid, b in hits:
             note(mid, (-b) / best, -b)
     short = [g for g in grams if len(g) == 2][:6]  # two-character CJK words: the trigram index cannot see them
+    holding = store.containing(short, pool) if short else {}  # one substring scan for all of them
     for g in short:
-        for m in store.search(g, pool):  # a substring scan: each bigram found adds to the score
-            rel = min(1.0, scores.get(m.id, (0.0, 0.0))[0] + 0.6 / len(short))
-            note(m.id, rel, CJK_RAW * rel)
+        for mid in holding.get(g, ()):  # each bigram found adds to the score
+            rel = min(1.0, scores.get(mid, (0.0, 0.0))[0] + 0.6 / len(short))
+            note(mid, rel, CJK_RAW * rel)
     if common and scores:  # the candidates that also contain a common word (crude stems suffice here)
         stems = [_stem(c) for c in common]
-        for m in store.messages(scores):
-            low = m.content.lower()
+        msgs = {} if msgs is None else msgs
+        msgs.update((m.id, m) for m in store.messages(set(scores) - set(msgs)))
+        for mid in scores:
+            low = msgs[mid].content.lower() if mid in msgs else ""
             if any(st in low for st in stems):
-                rel, raw = scores[m.id]
-                scores[m.id] = (min(1.0, rel * COMMON_BOOST), raw)
+                rel, raw = scores[mid]
+                scores[mid] = (min(1.0, rel * COMMON_BOOST), raw)
     return scores
+
+
+def _common(store, word, n, memo):
+    """Whether *word* is in more than COMMON of the *n* messages (remembered in *memo*)."""
+    key = ("common", word)
+    if key not in memo:
+        memo[key] = store.match_count(_quote(word), int(COMMON * n) + 1) > COMMON * n
+    return memo[key]
 
 
 def _score(store, query, scores, msgs, newest, why="match"):
@@ -269,19 +285,29 @@ def rank(store, query, *, exclude=(), now=None, pool=POOL, expand=True, semantic
 
     *semantic* may be a predicate of the lexical ranking: the question is embedded only when
     it says yes (per-prompt recall asks first whether the history can answer at all, and a
-    prompt it cannot answer costs no embedding)."""
-    scores = candidates(store, query, pool)
-    near = meaning(store, query) if semantic is True else []
-    if not scores and not near and semantic is True:
-        return []
+    prompt it cannot answer costs no embedding).
+
+    With *semantic* True the question is embedded in a thread while the lexical ranking runs
+    (``_ahead``); rank waits for it before it returns, whatever happens."""
+    question = _ahead(store, query) if semantic is True else None
+    try:
+        return _rank(store, query, exclude, now, pool, expand, semantic, question)
+    finally:
+        if question is not None:
+            question.done()
+
+
+def _rank(store, query, exclude, now, pool, expand, semantic, question):
+    msgs, memo = {}, {}  # the messages read, what the store said: one ranking asks each once
+    scores = candidates(store, query, pool, msgs=msgs, memo=memo)
     newest = now or store.newest_ts() or time.time()
-    msgs = {m.id: m for m in store.messages(scores)}
+    msgs.update((m.id, m) for m in store.messages(set(scores) - set(msgs)))
     hits = _score(store, query, scores, msgs, newest)
     excluded = set(exclude)
     best = sorted(hits.values(), key=lambda h: (-h.score, h.message.id))
     more = feedback_terms(query, best) if expand and len(best) < FEEDBACK_BELOW else []
     if more:
-        extra = candidates(store, query, pool, words=asked(query) + more)
+        extra = candidates(store, query, pool, words=asked(query) + more, msgs=msgs, memo=memo)
         msgs.update((m.id, m) for m in store.messages(set(extra) - set(msgs)))
         for mid, h in _score(store, query, extra, msgs, newest, "related").items():
             if mid in hits:
@@ -289,6 +315,12 @@ def rank(store, query, *, exclude=(), now=None, pool=POOL, expand=True, semantic
             else:
                 h.score *= FEEDBACK_WEIGHT
                 hits[mid] = h
+    expanded = None  # with meaning fused after the expansion, expand now: the question is still embedding
+    if semantic is True and expand and FUSE_AFTER:
+        expanded = _expand(store, hits, sorted(hits.values(), key=lambda h: (-h.score, h.message.id)))
+    near = meaning(store, query, question) if semantic is True else []
+    if not scores and not near and semantic is True:
+        return []
     if callable(semantic):
         lexical = _expanded(store, hits, excluded)
         if not semantic(lexical):
@@ -305,12 +337,11 @@ def rank(store, query, *, exclude=(), now=None, pool=POOL, expand=True, semantic
         return [h for h in best if h.message.id not in excluded]
     if near and FUSE_AFTER:
         lex_found = max((h.raw for h in best[:LEX_TOP]), default=0.0)
-        hits = _expand(store, hits, best)
-        hits = fuse(query, hits, near, msgs, lex_found)
+        hits = fuse(query, expanded if expanded is not None else _expand(store, hits, best), near, msgs, lex_found)
         best = sorted(hits.values(), key=lambda h: (-h.score, h.message.id))
         hits = _expand(store, hits, best, SEM_NEIGHBOURS) if SEM_NEIGHBOURS else hits
     else:
-        hits = _expand(store, hits, best)
+        hits = expanded if expanded is not None else _expand(store, hits, best)
     return sorted((h for h in hits.values() if h.message.id not in excluded), key=lambda h: (-h.score, h.message.id))
 
 
@@ -342,21 +373,41 @@ def _expand(store, hits, best, top=None):
     return hits
 
 
-def meaning(store, query):
-    """[(message id, cosine)] nearest in meaning (ctxd.memory.recall.embed), best first; [] without
-    vectors or the semantic extra. A missing or broken model, or a busy or corrupt store,
-    is logged once and leaves recall lexical."""
+def _embed():
+    """The embed module, or None (loaded once a process)."""
     if "embed" not in _SEMANTIC:
         try:
             from ctxd.memory.recall import embed
         except ImportError:
             embed = None
         _SEMANTIC["embed"] = embed
-    embed = _SEMANTIC["embed"]
+    return _SEMANTIC["embed"]
+
+
+def _ahead(store, query):
+    """The question's embedding started in the background (embed.Question), or None: no extra,
+    no vectors, an empty question, or a store that cannot say (``meaning`` then tries and logs)."""
+    embed = _embed()
+    if embed is None or not query.strip():
+        return None
+    try:
+        return embed.ahead(store, query[:4000])
+    except Exception:
+        return None
+
+
+def meaning(store, query, question=None):
+    """[(message id, cosine)] nearest in meaning (ctxd.memory.recall.embed), best first; [] without
+    vectors or the semantic extra. A missing or broken model, or a busy or corrupt store,
+    is logged once and leaves recall lexical. *question*: the question's embedding, started
+    earlier (``_ahead``)."""
+    embed = _embed()
     if embed is None or not query.strip():
         return []
     try:
-        return embed.search(store, query[:4000], SEM_POOL)
+        if question is None:
+            return embed.search(store, query[:4000], SEM_POOL)
+        return embed.search(store, query[:4000], SEM_POOL, question=question)
     except embed.Unavailable as e:
         why = str(e)
     except Exception as e:  # sqlite3.Error (busy, corrupt), a bad vector: lexical recall still answers

@@ -204,6 +204,33 @@ class MessagesTables:
                                    "LIMIT ?", (like, limit)).fetchall()
         return [Message(r) for r in rows]
 
+    def containing(self, texts: "Iterable[str]", limit: int) -> dict[str, list[int]]:
+        """{text: ids of the newest *limit* messages holding it, newest first} for each of *texts*
+        (exact substrings: CJK words too short for the trigram index). One pass over the messages
+        for all of them, newest first, not one each; a text that has its *limit* drops out and
+        the pass goes on for the others from where it was."""
+        found = {t: [] for t in texts if t}
+        todo, before = list(found), None
+        while todo:
+            has = ["instr(content, ?) > 0"] * len(todo)
+            rows = self.db.execute(
+                f"SELECT id, {', '.join(has)} FROM messages WHERE ({' OR '.join(has)})"
+                f"{'' if before is None else ' AND id < ?'} ORDER BY id DESC",
+                [*todo, *todo] + ([] if before is None else [before]))
+            full = False
+            for row in rows:
+                for t, hit in zip(todo, row[1:]):
+                    if hit and len(found[t]) < limit:
+                        found[t].append(row[0])
+                        full = full or len(found[t]) == limit
+                if full:
+                    before = row[0]
+                    break
+            if not full:
+                break
+            todo = [t for t in todo if len(found[t]) < limit]
+        return found
+
     # -- ranked recall (ctxd.memory.recall.ranked builds the MATCH expressions) ---------
     def match(self, expr: str, limit: int, *, index: str = "words") -> list[tuple[int, float]]:
         """[(id, bm25)] of the messages matching an FTS5 expression, best first (bm25 is
