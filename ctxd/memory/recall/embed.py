@@ -381,58 +381,15 @@ class _XorPopcount(dict):
 _XOR_POPCOUNT = _XorPopcount()
 
 
-class Question:
-    """*text*'s query vector, computed in a thread of its own while the caller goes on (the
-    lexical ranking): loading the engine and embedding are C calls that run without the GIL,
-    as SQLite's queries do, so on two cores the ~55 ms overlap the lexical side's. ``vector()``
-    waits for it (and raises what the thread raised); the thread never touches the store."""
-
-    def __init__(self, text):
-        import _thread  # not threading: ~1 ms of imports a recall does not need
-
-        self.text, self._vec, self._error = text, None, None
-        self._done = _thread.allocate_lock()
-        self._done.acquire()
-        _thread.start_new_thread(self._run, ())
-
-    def _run(self):
-        try:
-            self._vec = model().query(self.text)
-        except BaseException as e:  # handed to the caller by vector()
-            self._error = e
-        finally:
-            self._done.release()
-
-    def done(self):
-        """Wait until the thread has finished."""
-        with self._done:
-            pass
-
-    def vector(self):
-        self.done()
-        if self._error is not None:
-            raise self._error
-        return self._vec
-
-
-def ahead(store, query):
-    """A Question for *query* (as ``search`` gets it), started now; None when ``search`` would
-    not embed it (the model is known to be unavailable, or no message has a vector)."""
-    if isinstance(_loaded.get("model"), Unavailable) or not store.embed_any(MODEL):
-        return None
-    return Question(query)
-
-
-def search(store, query, pool=100, question=None):
+def search(store, query, pool=100):
     """[(message id, cosine)] best first for *query*; [] when no message has a vector.
-    *question*: its Question (``ahead``), if one was started. Raises Unavailable without the
-    model, sqlite3.Error on a busy or corrupt store."""
-    if question is None and not store.embed_any(MODEL):
+    Raises Unavailable without the model, sqlite3.Error on a busy or corrupt store."""
+    if not store.embed_any(MODEL):
         return []
     mean = _mean(store, [])
     if mean is None:
         return []
-    q = model().query(query) if question is None or question.text != query else question.vector()
+    q = model().query(query)
     ids = nearest_bits(store, sign_bits(q, mean).to_bytes(DIM // 8, "little"), RERANK)
     if not ids:
         return []

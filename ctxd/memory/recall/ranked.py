@@ -285,21 +285,12 @@ def rank(store, query, *, exclude=(), now=None, pool=POOL, expand=True, semantic
 
     *semantic* may be a predicate of the lexical ranking: the question is embedded only when
     it says yes (per-prompt recall asks first whether the history can answer at all, and a
-    prompt it cannot answer costs no embedding).
-
-    With *semantic* True the question is embedded in a thread while the lexical ranking runs
-    (``_ahead``); rank waits for it before it returns, whatever happens."""
-    question = _ahead(store, query) if semantic is True else None
-    try:
-        return _rank(store, query, exclude, now, pool, expand, semantic, question)
-    finally:
-        if question is not None:
-            question.done()
-
-
-def _rank(store, query, exclude, now, pool, expand, semantic, question):
+    prompt it cannot answer costs no embedding)."""
     msgs, memo = {}, {}  # the messages read, what the store said: one ranking asks each once
     scores = candidates(store, query, pool, msgs=msgs, memo=memo)
+    near = meaning(store, query) if semantic is True else []
+    if not scores and not near and semantic is True:
+        return []
     newest = now or store.newest_ts() or time.time()
     msgs.update((m.id, m) for m in store.messages(set(scores) - set(msgs)))
     hits = _score(store, query, scores, msgs, newest)
@@ -315,12 +306,6 @@ def _rank(store, query, exclude, now, pool, expand, semantic, question):
             else:
                 h.score *= FEEDBACK_WEIGHT
                 hits[mid] = h
-    expanded = None  # with meaning fused after the expansion, expand now: the question is still embedding
-    if semantic is True and expand and FUSE_AFTER:
-        expanded = _expand(store, hits, sorted(hits.values(), key=lambda h: (-h.score, h.message.id)))
-    near = meaning(store, query, question) if semantic is True else []
-    if not scores and not near and semantic is True:
-        return []
     if callable(semantic):
         lexical = _expanded(store, hits, excluded)
         if not semantic(lexical):
@@ -337,11 +322,12 @@ def _rank(store, query, exclude, now, pool, expand, semantic, question):
         return [h for h in best if h.message.id not in excluded]
     if near and FUSE_AFTER:
         lex_found = max((h.raw for h in best[:LEX_TOP]), default=0.0)
-        hits = fuse(query, expanded if expanded is not None else _expand(store, hits, best), near, msgs, lex_found)
+        hits = _expand(store, hits, best)
+        hits = fuse(query, hits, near, msgs, lex_found)
         best = sorted(hits.values(), key=lambda h: (-h.score, h.message.id))
         hits = _expand(store, hits, best, SEM_NEIGHBOURS) if SEM_NEIGHBOURS else hits
     else:
-        hits = expanded if expanded is not None else _expand(store, hits, best)
+        hits = _expand(store, hits, best)
     return sorted((h for h in hits.values() if h.message.id not in excluded), key=lambda h: (-h.score, h.message.id))
 
 
@@ -373,41 +359,21 @@ def _expand(store, hits, best, top=None):
     return hits
 
 
-def _embed():
-    """The embed module, or None (loaded once a process)."""
+def meaning(store, query):
+    """[(message id, cosine)] nearest in meaning (ctxd.memory.recall.embed), best first; [] without
+    vectors or the semantic extra. A missing or broken model, or a busy or corrupt store,
+    is logged once and leaves recall lexical."""
     if "embed" not in _SEMANTIC:
         try:
             from ctxd.memory.recall import embed
         except ImportError:
             embed = None
         _SEMANTIC["embed"] = embed
-    return _SEMANTIC["embed"]
-
-
-def _ahead(store, query):
-    """The question's embedding started in the background (embed.Question), or None: no extra,
-    no vectors, an empty question, or a store that cannot say (``meaning`` then tries and logs)."""
-    embed = _embed()
-    if embed is None or not query.strip():
-        return None
-    try:
-        return embed.ahead(store, query[:4000])
-    except Exception:
-        return None
-
-
-def meaning(store, query, question=None):
-    """[(message id, cosine)] nearest in meaning (ctxd.memory.recall.embed), best first; [] without
-    vectors or the semantic extra. A missing or broken model, or a busy or corrupt store,
-    is logged once and leaves recall lexical. *question*: the question's embedding, started
-    earlier (``_ahead``)."""
-    embed = _embed()
+    embed = _SEMANTIC["embed"]
     if embed is None or not query.strip():
         return []
     try:
-        if question is None:
-            return embed.search(store, query[:4000], SEM_POOL)
-        return embed.search(store, query[:4000], SEM_POOL, question=question)
+        return embed.search(store, query[:4000], SEM_POOL)
     except embed.Unavailable as e:
         why = str(e)
     except Exception as e:  # sqlite3.Error (busy, corrupt), a bad vector: lexical recall still answers
