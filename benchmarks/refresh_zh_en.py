@@ -94,10 +94,10 @@ def read(path):
 
 def main(path):
     sys.path.insert(0, os.path.join(HERE, ".."))
-    from ctxd.memory.recall.ranked import _STOP_EN
+    from ctxd.memory.recall.ranked import STOP_EN
 
     senses, date, entries = read(path)
-    lines = [f"{head}\t{' '.join(keywords(glosses, _STOP_EN))}\n" for head, glosses in senses.items()]
+    lines = [f"{head}\t{' '.join(keywords(glosses, STOP_EN))}\n" for head, glosses in senses.items()]
     lines.sort(key=lambda s: s.split("\t", 1)[0].encode("utf-8"))
     with open(TARGET, "w", encoding="utf-8", newline="\n") as f:
         f.write(HEADER.format(date=date, entries=entries))

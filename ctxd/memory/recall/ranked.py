@@ -53,7 +53,7 @@ LEX_POWER = 2  # the lexical weight is LEX_WEIGHT x coverage ** LEX_POWER: ~0.5 
 _SEMANTIC = {}  # the embed module (or None), loaded once a process
 CJK_RAW = 6.0  # the raw relevance a message matching every CJK bigram of the question gets
 
-_STOP_EN = frozenset("""
+STOP_EN = frozenset("""
 a about above after again against all also am an and any are aren't as at be because been before being
 below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down
 during each even ever few for from further get got had hadn't has hasn't have haven't having he he'd
@@ -119,7 +119,7 @@ def terms(query):
     words = []
     for w in _WORD.findall(latin.lower()):
         w = w.replace("’", "'")
-        if w in _STOP_EN or (len(w) < 2 and not w.isdigit()):
+        if w in STOP_EN or (len(w) < 2 and not w.isdigit()):
             continue
         if w.endswith("'s"):
             w = w[:-2]
@@ -264,7 +264,7 @@ def feedback_terms(query, hits):
     counts = {}
     for h in hits[:FEEDBACK_FROM]:
         for w in set(_WORD.findall(h.message.content.lower())):
-            if len(w) >= 4 and w not in _STOP_EN and w not in known and not w.isdigit():
+            if len(w) >= 4 and w not in STOP_EN and w not in known and not w.isdigit():
                 counts[w] = counts.get(w, 0) + 1
     ranked = sorted((c, w) for w, c in counts.items() if c >= 2)
     return [w for _c, w in sorted(ranked, key=lambda x: (-x[0], x[1]))[:FEEDBACK_TERMS]]
