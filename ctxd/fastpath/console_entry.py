@@ -60,16 +60,6 @@ def run():
     fast = sys.argv[1:3] == ["chat", "hook"] or sys.argv[1:2] in (["recall"], ["context"])
     if not fast or "ctxd.cli" in sys.modules:  # click answered: its help, a usage error
         sys.exit(code)
-    if code is None:
-        code = 0
-    elif not isinstance(code, int):  # sys.exit("message"), as the interpreter would show it
-        sys.stderr.write(f"{code}\n")
-        code = 1
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe: what was lost is lost either way
-            pass
-    import os
+    from ctxd.fastpath.export_entry import exit_at_once
 
-    os._exit(code & 0xFF)
+    exit_at_once(code)

@@ -37,13 +37,19 @@ def hook_main():
     start, and nothing on this path needs it: no atexit handler, no thread, every file
     is closed where it is written."""
     hook_process()
-    import os
-
     code = 0
     try:
         export_main()
     except SystemExit as e:
         code = e.code
+    exit_at_once(code)
+
+
+def exit_at_once(code):
+    """End the process with *code* (a SystemExit's), its output flushed, without the
+    interpreter's teardown (os._exit). Also console_entry.run's way out."""
+    import os
+
     if code is None:
         code = 0
     elif not isinstance(code, int):  # sys.exit("message"), as the interpreter would show it
