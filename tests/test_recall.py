@@ -261,6 +261,19 @@ def test_meaning_finds_a_turn_that_shares_no_word_with_the_question(hobbies):
     assert max(r.items, key=lambda h: h.score).message.id == 1 and r.items[0].why in ("meaning", "context")
 
 
+def test_search_lists_turns_by_meaning_alone_only_where_the_words_do_not_answer(hobbies):
+    """Once turns are embedded every one is near the question in meaning: a search whose words
+    match lists the matches, not the whole store (ctxd chat search, the MCP search tool)."""
+    _needs_model()
+    from ctxd.memory.recall import embed
+
+    embed.backfill(hobbies)
+    assert [h.message.id for h in recall.search(hobbies, "the parser bug in the unicode table", 20)] == [4]
+    assert len(recall.rank(hobbies, "the parser bug in the unicode table", expand=False)) == len(HOBBIES)
+    by_meaning = recall.search(hobbies, "Which hobby helps with stress?", 20)  # no word of the answer
+    assert by_meaning[0].message.id == 1 and by_meaning[0].why == "meaning"
+
+
 def test_a_chinese_question_over_english_turns(hobbies):
     _needs_model()
     from ctxd.memory.recall import embed

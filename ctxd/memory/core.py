@@ -291,12 +291,12 @@ class ProjectMemory:
         return self.store(create=False).iter_all(session=session)
 
     def search(self, query: str, limit: int = 20) -> list[Hit]:
-        """The best *limit* messages for *query*, ranked (the same ranking as recall), as Hits."""
+        """The best *limit* messages for *query*, ranked as recall ranks them (``recall.search``), as Hits."""
         from ctxd.memory.recall import ranked as recall
 
         if not self.exists():
             return []
-        return recall.rank(self.store(create=False), query, expand=False)[:limit]
+        return recall.search(self.store(create=False), query, limit)
 
     def recall(self, query: str, budget: int | None = None, *, exclude: Iterable[int] = (),
                threshold: float = 0.0) -> Recall:

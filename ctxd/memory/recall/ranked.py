@@ -46,6 +46,8 @@ SEMANTIC_BEFORE = 0.3  # per-prompt recall embeds the prompt only if the lexical
 SEM_POOL = 120  # messages nearest in meaning that join the fusion
 SEM_SPAN = 1.0  # ... those within this cosine of the nearest
 RRF_K = 10  # reciprocal-rank fusion: 1 / (RRF_K + rank)
+MEANING_FLOOR = 0.35  # search: a hit by meaning alone is listed from this fused score (SEM_WEIGHT's
+# share at most 0.23 when the words all match; 0.55 at half of them; 1 when none do)
 LEX_WEIGHT, SEM_WEIGHT, LEX_TOP = 1.0, 0.3, 5  # the lexical weight is LEX_WEIGHT x its best coverage
 FUSE_AFTER, SEM_NEIGHBOURS = True, 4  # the fused best hits whose neighbours come along
 LEX_POWER = 2  # the lexical weight is LEX_WEIGHT x coverage ** LEX_POWER: ~0.5 for an English question
@@ -464,6 +466,15 @@ def coverage(low_text, words, grams, translation=()):
 def _is_question(text):
     t = text.rstrip()
     return t.endswith(("?", "？")) or "?" in t[-200:]
+
+
+def search(store, query, limit):
+    """The best *limit* hits for *query* as a search lists them (``ctxd chat search``, the MCP
+    search tool): every word match, and a turn found by meaning alone only where it ranks with
+    the matches (fused score at least MEANING_FLOOR). Where the question's words all match,
+    meaning alone never gets there (else every embedded turn is listed, as near as any other);
+    where they match nothing, the turns nearest in meaning are the answer."""
+    return [h for h in rank(store, query, expand=False) if h.why != "meaning" or h.score >= MEANING_FLOOR][:limit]
 
 
 def recall(store, query, budget, *, exclude=(), threshold=0.0, counter=estimate, now=None, ranked=None):
