@@ -365,7 +365,7 @@ def test_garbage_payload_exits_0_quietly_and_logs(tool, data):
     ("codex", b"", "empty stdin: no hook payload"),
     ("claude", b'{"hook_event_name": "UserPromptSubmit", "session_id": "s", "prompt": "hi", '
                b'"cwd": "/nonexistent/ctxd-gone"}',
-     "the payload's cwd /nonexistent/ctxd-gone does not exist (nothing recorded for it)"),
+     "the payload's cwd /nonexistent/ctxd-gone does not exist"),
 ])
 def test_a_failed_hook_says_why_in_one_line_and_logs_it_dated(tool, data, reason):
     """The line and the log entry come from the one error boundary (ctxd.boundary)."""

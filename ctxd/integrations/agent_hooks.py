@@ -67,7 +67,7 @@ def project_memory(payload, redact=True):
     if not isinstance(cwd, str) or not cwd.strip():
         raise HookError("the payload has no cwd")
     if not os.path.isdir(os.path.expanduser(cwd)):
-        raise HookError(f"the payload's cwd {cwd} does not exist (nothing recorded for it)")
+        raise HookError(f"the payload's cwd {cwd} does not exist")
     from ctxd.memory.core import ProjectMemory
 
     return ProjectMemory.at(os.path.abspath(os.path.expanduser(cwd)), redact=redact,
