@@ -125,6 +125,24 @@ def test_the_rerank_dot_products_are_exact():
 # -- in the background ----------------------------------------------------------------------
 
 @needs_ctxd
+def test_the_embedder_stops_when_its_store_is_deleted(tmp_path):
+    """A detached refresh embedding a big import must not go on for minutes into a store whose
+    project was deleted meanwhile (an unlinked file nobody will open again)."""
+    _needs_model()
+    s = Store(str(tmp_path / "ctx"))
+    s.add_many([dict(kind="prompt", content=filler(i), session="s", dedup=f"f{i}")
+                for i in range(embed.MEAN_FROM + 4 * embed.BATCH)])
+    batches = []
+
+    def deleted_after_the_first(done):
+        batches.append(done)
+        shutil.rmtree(tmp_path / "ctx")
+
+    assert embed.backfill(s, on_batch=deleted_after_the_first) == embed.MEAN_FROM
+    assert batches == [embed.MEAN_FROM]
+    s.close()
+
+
 def test_an_import_answers_lexically_as_soon_as_it_returns(project, tmp_path):
     """3,002 turns imported with the extra installed and nothing embedded (this test holds the
     embed lock, so the embedder the import starts in the background cannot begin): the import

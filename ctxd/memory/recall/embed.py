@@ -259,6 +259,8 @@ def _backfill(store, m, limit, on_batch):
     done, after = 0, 0  # after: the last id read, so a batch does not scan what the batches before read
     mean = _mean(store, [])
     while limit is None or done < limit:
+        if not os.path.exists(store.path):  # the project (its store) was deleted: nobody will read these
+            break
         size = MEAN_FROM if mean is None else BATCH
         rows = store.embed_todo(MODEL, size if limit is None else min(size, limit - done), after)
         if not rows:
