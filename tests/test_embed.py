@@ -109,7 +109,64 @@ def test_the_scan_finds_the_nearest_sign_bits_as_a_row_by_row_count_does(tmp_pat
                 if model == embed.MODEL and b is not None))]
             for n in (1, 7, 400, 5000):
                 assert embed.nearest_bits(s, q, n) == by_count[:n]
-    assert list(embed.hamming(b"\0" * 48 + b"\xff" * 48, b"\xff" * 48)) == [384, 0]
+    assert list(embed.hamming([b"\0\xff"] * 48, b"\xff" * 48)) == [384, 0]  # columns of two rows
+
+
+def _by_count(s, q, n):
+    """The *n* nearest sign bits to *q* of the store's current rows, counted a row at a time."""
+    qi = int.from_bytes(q, "little")
+    return [i for _d, i in heapq.nsmallest(n, (
+        ((qi ^ int.from_bytes(b, "little")).bit_count(), i)
+        for i, b in s.db.execute("SELECT id, bits FROM embeddings WHERE model = ? AND bits IS NOT NULL",
+                                 (embed.MODEL,))))]
+
+
+def test_packed_blocks_give_what_the_rows_give_and_never_go_stale(tmp_path, monkeypatch):
+    """The sign bits packed in blocks (``embed.pack``) find what a row-by-row count of the
+    embeddings table finds, with loose rows between and after the blocks; a vector written,
+    replaced or deleted in a block's range (a re-embedded message, a deleted one, another
+    model's row) drops that block at once, and the scan still agrees; packing again restores it."""
+    monkeypatch.setattr(embed, "BLOCK", 400)
+    monkeypatch.setattr(embed, "PACK_FROM", 100)
+    rng = random.Random(12)
+    common = [rng.randbytes(48) for _ in range(30)]
+    rows = [(i, embed.MODEL if i % 97 else "an-earlier-model", 0.01,
+             None if i % 89 == 0 else (rng.choice(common) if rng.random() < 0.3 else rng.randbytes(48)), bytes(384))
+            for i in range(1, 2051)]
+    queries = [rng.randbytes(48), common[0], bytes(48), b"\xff" * 48]
+
+    def agrees():
+        for q in queries:
+            for n in (1, 9, 400, 3000):
+                assert embed.nearest_bits(s, q, n) == _by_count(s, q, n)
+
+    with Store(str(tmp_path / "ctx")) as s:
+        with s.transaction() as db:
+            db.executemany("INSERT INTO embeddings(id, model, scale, bits, vec) VALUES (?, ?, ?, ?, ?)", rows)
+        packed = embed.pack(s)
+        blocks = s.embed_blocks(embed.MODEL)
+        assert len(blocks) == 5 and packed == sum(len(b[2]) // 8 for b in blocks)
+        assert [b[0] for b in blocks] == sorted(b[0] for b in blocks)
+        agrees()  # 50 rows after the last block stay loose (fewer than PACK_FROM)
+
+        first, second, third = blocks[0], blocks[1], blocks[2]
+        with s.transaction() as db:  # a message re-embedded: its row replaced with other bits
+            db.execute("INSERT OR REPLACE INTO embeddings(id, model, scale, bits, vec) VALUES (?, ?, 0.01, ?, ?)",
+                       (first[0] + 5, embed.MODEL, queries[0], bytes(384)))
+            db.execute("DELETE FROM embeddings WHERE id = ?", (second[1],))  # a message deleted
+            db.execute("UPDATE embeddings SET model = 'an-earlier-model' WHERE id = ?", (third[0] + 1,))
+        assert [b[0] for b in s.embed_blocks(embed.MODEL)] == [b[0] for b in blocks[3:]]
+        agrees()
+        assert embed.nearest_bits(s, queries[0], 1) == [first[0] + 5]
+        assert embed.pack(s) > 0 and len(s.embed_blocks(embed.MODEL)) == 5
+        agrees()
+
+        with s.transaction() as db:  # rows of a new model: its first pack drops the old model's blocks
+            db.execute("UPDATE embeddings SET model = 'a-later-model' WHERE id > 1800")
+        monkeypatch.setattr(embed, "MODEL", "a-later-model")
+        embed.pack(s)
+        assert {m for (m,) in s.db.execute("SELECT DISTINCT model FROM embed_blocks")} <= {"a-later-model"}
+        agrees()
 
 
 def test_the_rerank_dot_products_are_exact():

@@ -10,9 +10,11 @@ resumes where it stopped; a query embeds only the question (``search``).
 A message's vector is its own passage vector plus CONTEXT times that of the turn before it
 in its session ("yes, every weekend" is about what was asked), renormalised. Each vector is
 kept as int8 (``scale`` brings it back to unit length) with the sign bits of the mean-centred
-vector; a query reads every message's sign bits as one blob (from their own index), counts
-their Hamming distances to its own a byte column at a time (``hamming``: no Python loop over
-the rows) and scores the nearest ``RERANK`` by the int8 dot product. Without the extra, with
+vector. The embedder packs the sign bits into blocks of BLOCK vectors (``pack``; a write
+to a vector in a block's range drops the block); a query reads the blocks and the loose
+rows (``Scan``), counts their Hamming distances to its own a byte column at a time
+(``hamming``: no Python loop over the rows) and scores the nearest ``RERANK`` by the int8
+dot product. Without the extra, with
 a missing or unreadable model, or a busy or corrupt store, there is no semantic side (one log
 line says why) and recall is lexical. Standard library only.
 """
@@ -37,6 +39,8 @@ MEAN_FROM = 64  # vectors averaged for the centre of the sign bits (the first ba
 SPAWN_FROM = 16  # messages past the embedded ones before a turn starts the background embedder
 RERANK = 400  # Hamming-nearest rows scored exactly
 CONTEXT = 0.3  # weight of the turn before (same session) in a message's vector: a reply means what it answers
+BLOCK = 4096  # vectors a packed block of sign bits holds (``pack``)
+PACK_FROM = 1024  # loose vectors between two blocks (or after the last) before they are packed
 
 _loaded = {}
 
@@ -235,9 +239,37 @@ def backfill(store, limit=None, on_batch=None, wait=False):
     m = model()
     try:
         with locked(os.path.join(store.dir, ".embed.lock"), blocking=wait):
-            return _backfill(store, m, limit, on_batch)
+            done = _backfill(store, m, limit, on_batch)
+            if limit is None and os.path.exists(store.path):
+                pack(store)
+            return done
     except Busy:
         return 0
+
+
+def gaps(blocks):
+    """The (first, last) id ranges outside the *blocks* (by first id), the last one open-ended."""
+    out, lo = [], 1
+    for b in blocks:
+        if b[0] > lo:
+            out.append((lo, b[0] - 1))
+        lo = max(lo, b[1] + 1)
+    return out + [(lo, 2 ** 62)]
+
+
+def pack(store):
+    """Pack the loose vectors' sign bits (those in no block) into blocks of BLOCK, where at
+    least PACK_FROM lie between two blocks or after the last (fewer stay loose: a query reads
+    them as rows); returns how many were packed. A block is one transaction."""
+    w, done = DIM // 8, 0
+    for lo, hi in gaps(store.embed_blocks(MODEL)):
+        ids = [r[0] for r in store.embed_loose(MODEL, w, lo - 1, hi)]
+        for start in range(0, len(ids), BLOCK):
+            chunk = ids[start:start + BLOCK]
+            if len(chunk) < PACK_FROM:
+                break
+            done += store.embed_pack(MODEL, w, chunk[0], chunk[-1])
+    return done
 
 
 def catch_up(store):
@@ -304,33 +336,61 @@ def _in_context(vec, prev):
 
 def nearest_bits(store, qbits, n):
     """The ids of the *n* vectors whose sign bits are nearest *qbits* (Hamming distance, then
-    id), nearest first. All sign bits come in one blob; the distances of all rows are summed a
-    byte column at a time (``hamming``); the ids are looked up for the rows within the n-th
-    distance only (rows with the same bits have the same distance: all of them come along)."""
-    blob = store.embed_bits(MODEL, len(qbits))
-    if not blob:
-        return []
-    dist = hamming(blob, qbits)
-    cut = heapq.nsmallest(n, dist)[-1]
-    w = len(qbits)
-    close = {blob[p * w:(p + 1) * w]: dist[p] for p in within(dist, cut)}  # {bits: distance}
-    rows = store.embed_with_bits(MODEL, close)
-    return [i for _d, i in heapq.nsmallest(n, ((close[b], i) for i, b in rows))]
+    id), nearest first (``Scan``)."""
+    return Scan(store, len(qbits)).nearest(qbits, n)
 
 
-def hamming(blob, qbits):
-    """array('H') of the Hamming distance of *qbits* to each len(qbits)-byte row of *blob*.
-    A byte column at a time: its bytes' popcounts of the XOR with the query's byte (a
-    translate table) are added as one big int, 8 bits a row (24 columns sum to at most
+class Scan:
+    """Every vector's sign bits: the packed blocks as one value each (100,000 vectors: 25
+    values, not 100,000 rows), their bits a byte column after another, and the rows outside
+    every block in one blob. ``nearest`` sums the distances of all of them a byte column at a time
+    (``hamming``); a block's positions are its ids, the loose rows' ids are looked up for
+    those within the n-th distance only (rows with the same bits have the same distance: all
+    of them come along)."""
+
+    def __init__(self, store, w):
+        self.store, self.w = store, w
+        blocks = [b for b in store.embed_blocks(MODEL) if len(b[3]) == w * (len(b[2]) // 8)]
+        self.ranges = gaps(blocks) if blocks else None  # the loose vectors' ids
+        self.loose = store.embed_bits(MODEL, w, self.ranges)
+        self.ids = array.array("q")
+        for b in blocks:
+            self.ids.frombytes(b[2])
+        if sys.byteorder == "big":
+            self.ids.byteswap()
+        views = [(memoryview(b[3]), len(b[2]) // 8) for b in blocks]
+        self.columns = [b"".join([v[j * k:(j + 1) * k] for v, k in views] + [self.loose[j::w]]) for j in range(w)]
+
+    def nearest(self, qbits, n):
+        packed, loose, w = len(self.ids), self.loose, self.w
+        if not packed and not loose:
+            return []
+        dist = hamming(self.columns, qbits)
+        cut = heapq.nsmallest(n, dist)[-1]
+        close, rest = [], {}  # (distance, id) of packed rows; {bits: distance} of loose ones
+        for p in within(dist, cut):
+            if p < packed:
+                close.append((dist[p], self.ids[p]))
+            else:
+                rest[loose[(p - packed) * w:(p - packed + 1) * w]] = dist[p]
+        if rest:
+            close += [(rest[b], i) for i, b in self.store.embed_with_bits(MODEL, rest, self.ranges)]
+        return [i for _d, i in heapq.nsmallest(n, close)]
+
+
+def hamming(columns, qbits):
+    """array('H') of the Hamming distance of *qbits* to each row of *columns* (the rows' byte j
+    in ``columns[j]``). A column at a time: its bytes' popcounts of the XOR with the query's byte
+    (a translate table) are added as one big int, 8 bits a row (24 columns sum to at most
     192: no carry), and the two halves' sums widened to 16 bits and added."""
-    w, n = len(qbits), len(blob) // len(qbits)
+    w, n = len(qbits), len(columns[0]) if columns else 0
     half = w // 2
     assert 8 * (w - half) < 256, "byte lanes would carry"
     total = 0
     for cols in (range(half), range(half, w)):
         acc = 0
         for j in cols:
-            acc += int.from_bytes(blob[j::w].translate(_XOR_POPCOUNT[qbits[j]]), "little")
+            acc += int.from_bytes(columns[j].translate(_XOR_POPCOUNT[qbits[j]]), "little")
         wide = bytearray(2 * n)
         wide[0::2] = acc.to_bytes(n, "little")
         total += int.from_bytes(wide, "little")
@@ -392,7 +452,7 @@ def search(store, query, pool=100):
     if mean is None:
         return []
     q = model().query(query)
-    ids = nearest_bits(store, sign_bits(q, mean).to_bytes(DIM // 8, "little"), RERANK)
+    ids = Scan(store, DIM // 8).nearest(sign_bits(q, mean).to_bytes(DIM // 8, "little"), RERANK)
     if not ids:
         return []
     qq, qscale = quantise(q)

@@ -2,6 +2,8 @@
 A message counts as embedded when it has a row of the current model (another model's row is
 replaced when the embedder reaches it)."""
 
+import sys
+
 TYPE_CHECKING = False  # typing is not imported at run time: the hooks import the store
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -58,26 +60,62 @@ class EmbedTables:
         return self.db.execute("SELECT 1 FROM embeddings WHERE model = ? AND vec IS NOT NULL LIMIT 1",
                                (model,)).fetchone() is not None
 
-    def embed_bits(self, model: str, size: int) -> bytes:
-        """The *size*-byte sign bits of every vector of *model*, concatenated in one blob (in no
-        particular order; b"" when there are none): read from their index in one step, not a row
-        at a time (100,000 rows: ~15 ms, ~100 ms as rows)."""
-        blob = self.db.execute("SELECT CAST(group_concat(bits, '') AS BLOB) FROM embeddings "
-                               "WHERE model = ? AND bits IS NOT NULL", (model,)).fetchone()[0] or b""
+    def embed_blocks(self, model: str) -> "list[Row]":
+        """[(first, last, ids, bits)] of *model*'s packed blocks, by first id."""
+        return self.db.execute("SELECT first, last, ids, bits FROM embed_blocks WHERE model = ? ORDER BY first",
+                               (model,)).fetchall()
+
+    def embed_bits(self, model: str, size: int, ranges: "Iterable[tuple[int, int]] | None" = None) -> bytes:
+        """The *size*-byte sign bits of every vector of *model* (with *ranges*, only those with an
+        id in one of these (first, last) ranges: the gaps between packed blocks), concatenated in
+        one blob (in no particular order; b"" when there are none): read in one step, not a row at
+        a time (100,000 rows: ~15 ms, ~100 ms as rows)."""
+        where, args = _within(ranges)
+        by = "model" if ranges is None else "+model"  # the whole index, or the id ranges (not the index)
+        blob = self.db.execute(f"SELECT CAST(group_concat(bits, '') AS BLOB) FROM embeddings "
+                               f"WHERE {by} = ? AND bits IS NOT NULL{where}", (model, *args)).fetchone()[0] or b""
         if len(blob) % size:  # a row of another size (a damaged store): only the rows of this size
-            blob = self.db.execute("SELECT CAST(group_concat(bits, '') AS BLOB) FROM embeddings "
-                                   "WHERE model = ? AND length(bits) = ?", (model, size)).fetchone()[0] or b""
+            blob = self.db.execute(f"SELECT CAST(group_concat(bits, '') AS BLOB) FROM embeddings "
+                                   f"WHERE {by} = ? AND length(bits) = ?{where}", (model, size, *args)
+                                   ).fetchone()[0] or b""
         return blob
 
-    def embed_with_bits(self, model: str, values: "Iterable[bytes]") -> "list[Row]":
-        """[(id, sign bits)] of the vectors of *model* whose sign bits are one of *values*."""
+    def embed_with_bits(self, model: str, values: "Iterable[bytes]",
+                        ranges: "Iterable[tuple[int, int]] | None" = None) -> "list[Row]":
+        """[(id, sign bits)] of the vectors of *model* (with *ranges*: with an id in one of them)
+        whose sign bits are one of *values*."""
         out = []
         values = list(values)
+        where, args = _within(ranges)
         for start in range(0, len(values), 500):
             chunk = values[start:start + 500]
             out += self.db.execute(f"SELECT id, bits FROM embeddings WHERE model = ? AND bits IN "
-                                   f"({','.join('?' * len(chunk))})", (model, *chunk)).fetchall()
+                                   f"({','.join('?' * len(chunk))}){where}", (model, *chunk, *args)).fetchall()
         return out
+
+    def embed_loose(self, model: str, size: int, after: int, upto: int) -> "list[Row]":
+        """[(id, bits)] by id of the vectors of *model* with *size*-byte bits in ids (after, upto]."""
+        return self.db.execute("SELECT id, bits FROM embeddings WHERE id > ? AND id <= ? AND +model = ? "
+                               "AND length(bits) = ? ORDER BY id", (after, upto, model, size)).fetchall()
+
+    def embed_pack(self, model: str, size: int, first: int, last: int) -> int:
+        """Pack the vectors of *model* with *size*-byte bits in ids [first, last] into one block
+        (ids as 8-byte ints, then the bits a byte column after another), read and written in one
+        transaction; drop other models' blocks. Returns how many vectors it holds."""
+        import array
+
+        with self.transaction() as db:
+            db.execute("DELETE FROM embed_blocks WHERE model != ?", (model,))
+            rows = self.embed_loose(model, size, first - 1, last)
+            if not rows:
+                return 0
+            ids = array.array("q", [r[0] for r in rows])
+            if sys.byteorder == "big":
+                ids.byteswap()
+            blob = b"".join(r[1] for r in rows)
+            db.execute("INSERT OR REPLACE INTO embed_blocks(model, first, last, ids, bits) VALUES (?, ?, ?, ?, ?)",
+                       (model, rows[0][0], rows[-1][0], ids.tobytes(), b"".join(blob[j::size] for j in range(size))))
+            return len(rows)
 
     def embed_vectors(self, ids: "Iterable[int]") -> "list[Row]":
         """[(id, scale, int8 bytes)] of *ids*."""
@@ -88,3 +126,12 @@ class EmbedTables:
             out += self.db.execute(f"SELECT id, scale, vec FROM embeddings WHERE id IN ({','.join('?' * len(chunk))})",
                                    chunk).fetchall()
         return out
+
+
+def _within(ranges):
+    """(SQL, args): ``AND`` the id is in one of the (first, last) *ranges* (None: any id). By the
+    id (the rowid): a range is read as a range, not found by a scan."""
+    if ranges is None:
+        return "", ()
+    ranges = list(ranges) or [(1, 0)]
+    return " AND (" + " OR ".join(["id BETWEEN ? AND ?"] * len(ranges)) + ")", [x for r in ranges for x in r]

@@ -247,10 +247,34 @@ MIGRATIONS = [
     """
     CREATE INDEX IF NOT EXISTS embeddings_bits ON embeddings(model, bits);
     """,
+    # 12: the sign bits packed in blocks (ctxd.memory.recall.embed.pack): a block holds the ids and
+    #     the bits (a byte column after another) of every vector of its model in [first, last]; a
+    #     query reads a block as one value instead of its rows one by one. Any write to a vector
+    #     in a block's range drops the block (the triggers), so a block never disagrees with the
+    #     rows; the rows outside every block are read as before.
+    """
+    CREATE TABLE IF NOT EXISTS embed_blocks(
+        model TEXT NOT NULL,
+        first INTEGER NOT NULL,
+        last INTEGER NOT NULL,
+        ids BLOB NOT NULL,
+        bits BLOB NOT NULL,
+        PRIMARY KEY (model, first)
+    );
+    CREATE TRIGGER IF NOT EXISTS embeddings_ai_blocks AFTER INSERT ON embeddings BEGIN
+        DELETE FROM embed_blocks WHERE first <= new.id AND last >= new.id;
+    END;
+    CREATE TRIGGER IF NOT EXISTS embeddings_au_blocks AFTER UPDATE ON embeddings BEGIN
+        DELETE FROM embed_blocks WHERE (first <= old.id AND last >= old.id) OR (first <= new.id AND last >= new.id);
+    END;
+    CREATE TRIGGER IF NOT EXISTS embeddings_ad_blocks AFTER DELETE ON embeddings BEGIN
+        DELETE FROM embed_blocks WHERE first <= old.id AND last >= old.id;
+    END;
+    """,
 ]
-SCHEMA_VERSION = 11  # PRAGMA user_version after the last migration (some steps share a version)
+SCHEMA_VERSION = 12  # PRAGMA user_version after the last migration (some steps share a version)
 # the user_version each step of MIGRATIONS brings the store to
-STEP_VERSION = [1, 2, 3, 4, 5, 5, 5, 6, 7, 8, 9, 9, 10, 11]
+STEP_VERSION = [1, 2, 3, 4, 5, 5, 5, 6, 7, 8, 9, 9, 10, 11, 12]
 
 
 def migrate(db):
