@@ -45,7 +45,7 @@ def test_v4_store_migrates_with_nothing_lost(tmp_path):
     d = _copy(tmp_path)
     before = {r["id"]: dict(r) for r in _raw(d / "store.db").execute("SELECT * FROM messages")}
     with Store(str(d)) as st:
-        assert st.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 12
+        assert st.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 13
         after = {r["id"]: dict(r) for r in st.db.execute("SELECT * FROM messages")}
         # every row is still there, with its session, role, time, source and dedup key
         assert set(after) == set(before) and len(after) == 384

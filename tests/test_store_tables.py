@@ -328,3 +328,55 @@ def test_a_catch_up_extracts_facts_outside_the_write_lock_in_short_batches(store
     assert len(inside) == fact_merge.BATCH + 5 and not any(inside)
     assert batches[0] == fact_merge.BATCH and len(batches) == 3  # two batches, then nothing left
     assert any("under 204 USD" in r["text"] for r in fact_merge.live_facts(store))  # merged all the same
+
+
+# -- CJK words the trigram index cannot see --------------------------------------------
+
+def test_cjk_messages_glob_holds_the_same_characters_as_recall_s_cjk_runs():
+    """The store's test for "holds CJK text" (a GLOB class in the schema) and recall's CJK runs
+    (a regex) must agree on every range edge, or a message would be left out of the search."""
+    import re
+    import sqlite3
+
+    from ctxd.memory.recall import ranked
+    from ctxd.memory.store import schema
+
+    runs, db = re.compile(ranked._CJK_RUN), sqlite3.connect(":memory:")
+    edges = [int(x, 16) for x in re.findall(r"\\u([0-9a-f]{4})", ranked._CJK_RUN)]
+    for code in sorted({c + d for c in edges for d in (-1, 0, 1)}):
+        text = f"x{chr(code)}y"
+        assert bool(runs.search(text)) == db.execute("SELECT ? GLOB ?", (text, schema.CJK_GLOB)).fetchone()[0], hex(code)
+
+
+def test_containing_finds_cjk_words_in_added_edited_and_migrated_messages(tmp_path):
+    """``containing`` reads only the messages holding CJK text (``cjk_messages``, kept by
+    triggers): it finds what a scan of every message finds after adds, edits that add or take
+    away Chinese, deletions, and in a store written before the table existed (the migration
+    fills it)."""
+    def scan(s, words, limit):
+        rows = s.db.execute("SELECT id, content FROM messages ORDER BY id DESC").fetchall()
+        return {w: [i for i, c in rows if w in c][:limit] for w in words}
+
+    words = ["部署", "测试", "周末", "日志"]
+    texts = ["部署脚本在周末失败了", "the deploy failed again", "测试通过，日志在 /tmp", "カタカナ and 测试",
+             "plain English only", "周末 we ship"] * 5
+    with Store(str(tmp_path / "ctx")) as s:
+        ids = s.add_many([dict(kind="prompt", content=t, session="s", dedup=f"d{i}") for i, t in enumerate(texts)])
+        assert s.containing(words, 4) == scan(s, words, 4) and s.containing(words, 99) == scan(s, words, 99)
+        with s.transaction() as db:
+            db.execute("UPDATE messages SET content = '没有日志' WHERE id = ?", (ids[1],))  # English -> Chinese
+            db.execute("UPDATE messages SET content = 'no longer Chinese' WHERE id = ?", (ids[0],))
+            db.execute("DELETE FROM messages WHERE id = ?", (ids[2],))
+        assert s.containing(words, 99) == scan(s, words, 99)
+        assert ids[1] in s.containing(["日志"], 99)["日志"] and ids[0] not in s.containing(["部署"], 99)["部署"]
+        assert s.db.execute("SELECT count(*) FROM cjk_messages").fetchone()[0] == sum(
+            1 for (c,) in s.db.execute("SELECT content FROM messages") if not c.isascii())
+        with s.transaction() as db:  # as a store of schema 12 was: no table, no triggers
+            db.execute("DROP TABLE cjk_messages")
+            for t in ("messages_ai_cjk", "messages_au_cjk", "messages_ad_cjk"):
+                db.execute(f"DROP TRIGGER {t}")
+            db.execute("PRAGMA user_version = 12")
+        expected = scan(s, words, 99)
+    with Store(str(tmp_path / "ctx")) as s:
+        assert s.db.execute("PRAGMA user_version").fetchone()[0] == 13
+        assert s.containing(words, 99) == expected and any(expected.values())

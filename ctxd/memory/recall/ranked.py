@@ -455,7 +455,9 @@ def coverage(low_text, words, grams, translation=()):
     of its words and Chinese words *low_text* holds in English (one of a word's English words)."""
     wanted = [_stem(w) for w in words] + [g for g in grams if len(g) == 2] + \
         ([g for g in grams if len(g) >= 3] if not any(len(g) == 2 for g in grams) else [])
-    share = sum(1 for w in wanted if w in low_text) / len(wanted) if wanted else 0.0
+    ascii_text = low_text.isascii()  # CJK words cannot be in it: not looked for
+    share = sum(1 for w in wanted if (not ascii_text or w.isascii()) and w in low_text) / len(wanted) \
+        if wanted else 0.0
     if not translation:
         return share
     found = sum(1 for w in words if _stem(w) in low_text) + \

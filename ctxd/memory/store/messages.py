@@ -206,16 +206,17 @@ class MessagesTables:
 
     def containing(self, texts: "Iterable[str]", limit: int) -> dict[str, list[int]]:
         """{text: ids of the newest *limit* messages holding it, newest first} for each of *texts*
-        (exact substrings: CJK words too short for the trigram index). One pass over the messages
-        for all of them, newest first, not one each; a text that has its *limit* drops out and
-        the pass goes on for the others from where it was."""
+        (exact substrings: CJK words too short for the trigram index; only the messages holding
+        CJK text are read, ``cjk_messages``). One pass over them for all of them, newest first,
+        not one each; a text that has its *limit* drops out and the pass goes on for the others
+        from where it was."""
         found = {t: [] for t in texts if t}
         todo, before = list(found), None
         while todo:
-            has = ["instr(content, ?) > 0"] * len(todo)
+            has = ["instr(m.content, ?) > 0"] * len(todo)
             rows = self.db.execute(
-                f"SELECT id, {', '.join(has)} FROM messages WHERE ({' OR '.join(has)})"
-                f"{'' if before is None else ' AND id < ?'} ORDER BY id DESC",
+                f"SELECT c.id, {', '.join(has)} FROM cjk_messages c JOIN messages m ON m.id = c.id "
+                f"WHERE ({' OR '.join(has)}){'' if before is None else ' AND c.id < ?'} ORDER BY c.id DESC",
                 [*todo, *todo] + ([] if before is None else [before]))
             full = False
             for row in rows:

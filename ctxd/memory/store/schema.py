@@ -9,6 +9,10 @@ import sqlite3
 from ctxd.memory.text import tokens
 from ctxd.memory.store.messages import dump_data
 
+# a message holds CJK text: the ranges of ctxd.memory.recall.ranked's CJK runs (kana, CJK ideographs
+# and their extension A and compatibility block, hangul), as a GLOB character class
+CJK_GLOB = "*[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]*"
+
 MIGRATIONS = [
     # 1: messages, full-text index, transcript offsets
     """
@@ -271,10 +275,28 @@ MIGRATIONS = [
         DELETE FROM embed_blocks WHERE first <= old.id AND last >= old.id;
     END;
     """,
+    # 13: the ids of the messages holding CJK text (ctxd.memory.store.messages.containing): a
+    #     Chinese question's two-character words, which the trigram index cannot see, are looked
+    #     for in those only, not by a scan of every message (an English history has none).
+    #     A superset is harmless (instr finds nothing there); the triggers never leave one out.
+    f"""
+    CREATE TABLE IF NOT EXISTS cjk_messages(id INTEGER PRIMARY KEY);
+    CREATE TRIGGER IF NOT EXISTS messages_ai_cjk AFTER INSERT ON messages WHEN new.content GLOB '{CJK_GLOB}' BEGIN
+        INSERT OR IGNORE INTO cjk_messages(id) VALUES (new.id);
+    END;
+    CREATE TRIGGER IF NOT EXISTS messages_au_cjk AFTER UPDATE OF content ON messages BEGIN
+        DELETE FROM cjk_messages WHERE id = old.id;
+        INSERT OR IGNORE INTO cjk_messages(id) SELECT new.id WHERE new.content GLOB '{CJK_GLOB}';
+    END;
+    CREATE TRIGGER IF NOT EXISTS messages_ad_cjk AFTER DELETE ON messages BEGIN
+        DELETE FROM cjk_messages WHERE id = old.id;
+    END;
+    INSERT OR IGNORE INTO cjk_messages(id) SELECT id FROM messages WHERE content GLOB '{CJK_GLOB}';
+    """,
 ]
-SCHEMA_VERSION = 12  # PRAGMA user_version after the last migration (some steps share a version)
+SCHEMA_VERSION = 13  # PRAGMA user_version after the last migration (some steps share a version)
 # the user_version each step of MIGRATIONS brings the store to
-STEP_VERSION = [1, 2, 3, 4, 5, 5, 5, 6, 7, 8, 9, 9, 10, 11, 12]
+STEP_VERSION = [1, 2, 3, 4, 5, 5, 5, 6, 7, 8, 9, 9, 10, 11, 12, 13]
 
 
 def migrate(db):
