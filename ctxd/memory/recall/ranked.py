@@ -372,7 +372,7 @@ def meaning(store, query):
             embed = None
         _SEMANTIC["embed"] = embed
     embed = _SEMANTIC["embed"]
-    if embed is None or not query.strip():
+    if embed is None or not query.strip() or embed.choice() is None:  # CTXD_SEMANTIC=off
         return []
     try:
         return embed.search(store, query[:4000], SEM_POOL)
