@@ -440,7 +440,7 @@ def search(store, query, pool=100):
     mean = _mean(store, [], name, dim)
     if mean is None:
         return []
-    q = model().query(query)
+    q = model().query(query if name == MODEL else in_english(query))
     ids = nearest_bits(store, sign_bits(q, mean).to_bytes(dim // 8, "little"), RERANK, name)
     if not ids:
         return []
@@ -449,6 +449,19 @@ def search(store, query, pool=100):
     dots = int8_dots(b"".join(vec for _m, _s, vec in rows), qq)
     scored = sorted(((dot * scale * qscale, mid) for dot, (mid, scale, _v) in zip(dots, rows)), reverse=True)
     return [(mid, cos) for cos, mid in scored[:pool]]
+
+
+def in_english(query):
+    """*query* for the static model, which knows English only: its Chinese words replaced by their
+    English words (ctxd.memory.recall.zh_en), the rest as it stands."""
+    if query.isascii():
+        return query
+    import re
+
+    from ctxd.memory.recall import zh_en
+
+    english = [w for _word, words in zh_en.translate(query) for w in words]
+    return " ".join([re.sub(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+", " ", query)] + english)
 
 
 def int8_dots(blob, q):
