@@ -1,5 +1,5 @@
 """Vectors for recall (ctxd.memory.recall.embed): the scan of every vector's sign bits finds what a
-row-by-row count finds; the background embedder (the semantic extra) never stands in the way:
+row-by-row count finds; the background embedder (e5 or the static model) never stands in the way:
 an import answers lexically as soon as it returns, and an AI CLI hook completes while
 `ctxd chat embed` writes. Real processes; assertions on outcomes, never on how long anything took."""
 
@@ -43,6 +43,14 @@ def _needs_model():
         if os.environ.get("CI") == "true":
             pytest.fail(f"the semantic extra must be installed in CI: {e}")
         pytest.skip(str(e))
+
+
+def _needs_any_model():
+    """A semantic model, e5 or the static one ctxd ships (always there, unless its file is broken)."""
+    try:
+        embed.model()
+    except embed.Unavailable as e:
+        pytest.fail(f"no semantic model: {e}")
 
 
 def filler(i):
@@ -131,7 +139,7 @@ def test_the_rerank_dot_products_are_exact():
 def test_the_embedder_stops_when_its_store_is_deleted(tmp_path):
     """A detached refresh embedding a big import must not go on for minutes into a store whose
     project was deleted meanwhile (an unlinked file nobody will open again)."""
-    _needs_model()
+    _needs_any_model()
     s = Store(str(tmp_path / "ctx"))
     s.add_many([dict(kind="prompt", content=filler(i), session="s", dedup=f"f{i}")
                 for i in range(embed.MEAN_FROM + 4 * embed.BATCH)])
@@ -151,7 +159,7 @@ def test_an_import_answers_lexically_as_soon_as_it_returns(project, tmp_path):
     embed lock, so the embedder the import starts in the background cannot begin): the import
     returns (it never waits for embedding: it would wait for ever here) and `ctxd recall`
     answers from the words at once, with no output on stderr and at most one log line."""
-    _needs_model()
+    _needs_any_model()
     path = tmp_path / "history.jsonl"
     turns = [{"role": "user" if i % 2 == 0 else "assistant", "content": filler(i), "session": f"s{i // 40}",
               "time": f"2026-03-{1 + i // 200:02d}T{(i // 60) % 24:02d}:{i % 60:02d}:00Z"} for i in range(3000)]
@@ -181,7 +189,8 @@ def test_a_hook_completes_while_the_embedder_writes(project):
     """`ctxd chat embed` on 400 messages holds its lock and writes a batch a transaction; Claude
     Code's UserPromptSubmit through `ctxd chat hook claude` meanwhile exits 0 every time, and
     every prompt ends up stored exactly once (stored at once, or queued in the spool when the
-    store stayed busy past the hook's wait, and stored by the next writer)."""
+    store stayed busy past the hook's wait, and stored by the next writer). e5 only: the static
+    model embeds 400 messages before the first hook runs."""
     _needs_model()
     with ProjectMemory.at(str(project)) as mem:
         mem.record([dict(kind="prompt" if i % 2 == 0 else "reply", content=filler(i), session=f"s{i // 20}",

@@ -88,7 +88,7 @@ class StaticModel:
         if sys.byteorder == "big":
             for a in (self.starts, self.order, self.scales):
                 a.byteswap()
-        if self.starts[-1] != text_bytes or max(self.order) >= n:
+        if self.starts[-1] != text_bytes or (whole and max(self.order) >= n):  # else: ``_row`` checks
             raise ModelFileError(f"the static model file {path} is corrupt (its index does not fit)")
         self.vocab = None
         if whole:  # many lookups: a dictionary pays (a question's few do not: ``_id``)
@@ -160,6 +160,8 @@ class StaticModel:
         if row is None:
             at = self.rows_at + i * DIM
             raw = self.whole[at:at + DIM] if self.whole is not None else os.pread(self.fd, DIM, at)
+            if len(raw) != DIM:
+                raise ModelFileError(f"the static model file has no row {i}: corrupt")
             scale = self.scales[i]
             row = self.rows[i] = [x * scale for x in array.array("b", raw)]
         return row
