@@ -24,6 +24,8 @@ import sys
 import unicodedata
 import zlib
 
+from ctxd.errors import CtxdError, ExitCode
+
 NAME = "minilm-static-128-ctx"  # the name its rows are stored under
 DIM = 128
 PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static-minilm.bin")
@@ -35,8 +37,10 @@ _ASCII_WORDS = re.compile(r"[a-z0-9]+|[^a-z0-9\s]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
-class ModelFileError(Exception):
+class ModelFileError(CtxdError):
     """The model file is missing, truncated or corrupt."""
+
+    exit_code = ExitCode.NOT_FOUND
 
 
 class StaticModel:
@@ -118,12 +122,10 @@ class StaticModel:
         return None
 
     def close(self):
+        """Close the file (a model lives as long as its process: the file stays open until then)."""
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
-
-    def __del__(self):
-        self.close()
 
     # -- text to rows -------------------------------------------------------------------
 
