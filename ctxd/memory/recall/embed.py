@@ -294,7 +294,8 @@ def backfill(store, limit=None, on_batch=None, wait=False):
 
 
 def catch_up(store):
-    """backfill() for the background refresh: how many were read, 0 without the semantic extra;
+    """backfill() for the background refresh: how many were read, 0 without a model (semantic recall
+    off, a missing or broken model file);
     never raises (recall stays lexical for what is left; a busy or damaged store is logged and
     the next refresh resumes)."""
     try:
