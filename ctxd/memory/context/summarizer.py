@@ -146,7 +146,7 @@ def last_status(context_dir):
 def spawn_refresh(project, store=None, now=False):
     """Start a detached `ctxd chat refresh` (daemon-free) when there is background work (*now*:
     there is, e.g. context.md to render): an LLM summarizer is configured, or facts or
-    embeddings (the semantic extra) lag behind. Cheap to ask: no module with rules to compile
+    embeddings lag behind (semantic recall not switched off). Cheap to ask: no module with rules to compile
     is imported."""
     import sys
 
@@ -156,7 +156,7 @@ def spawn_refresh(project, store=None, now=False):
         if not lagging:
             from ctxd.memory.recall import embed
 
-            lagging = embed.lagging(store, embed.SPAWN_FROM) and embed.package_dir() is not None
+            lagging = embed.lagging(store, embed.SPAWN_FROM)
     if settings(project.config) is None and not lagging:
         return False
     if ask_running_refresh(project.context_dir):

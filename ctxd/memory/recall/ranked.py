@@ -363,7 +363,7 @@ def _expand(store, hits, best, top=None):
 
 def meaning(store, query):
     """[(message id, cosine)] nearest in meaning (ctxd.memory.recall.embed), best first; [] without
-    vectors or the semantic extra. A missing or broken model, or a busy or corrupt store,
+    vectors or with semantic recall off (CTXD_SEMANTIC=off). A missing or broken model, or a busy or corrupt store,
     is logged once and leaves recall lexical."""
     if "embed" not in _SEMANTIC:
         try:
@@ -372,7 +372,7 @@ def meaning(store, query):
             embed = None
         _SEMANTIC["embed"] = embed
     embed = _SEMANTIC["embed"]
-    if embed is None or not query.strip():
+    if embed is None or not query.strip() or embed.choice() is None:  # CTXD_SEMANTIC=off
         return []
     try:
         return embed.search(store, query[:4000], SEM_POOL)

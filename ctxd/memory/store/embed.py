@@ -80,6 +80,12 @@ class EmbedTables:
                                    ).fetchone()[0] or b""
         return blob
 
+    def embed_rows(self, model: str, at_most: int) -> "list[Row] | None":
+        """[(id, scale, int8 bytes)] of every vector of *model*, or None when there are more than *at_most*."""
+        rows = self.db.execute("SELECT id, scale, vec FROM embeddings WHERE model = ? AND vec IS NOT NULL LIMIT ?",
+                               (model, at_most + 1)).fetchall()
+        return rows if len(rows) <= at_most else None
+
     def embed_with_bits(self, model: str, values: "Iterable[bytes]",
                         ranges: "Iterable[tuple[int, int]] | None" = None) -> "list[Row]":
         """[(id, sign bits)] of the vectors of *model* (with *ranges*: with an id in one of them)
