@@ -90,3 +90,17 @@ def ctxd(*args, cwd=None, env=None, extra_env=None, input=None, stdin=None, chec
     if check is not None:
         assert p.returncode == check, (args, p.returncode, p.stdout, p.stderr)
     return p
+
+
+def plant_vector(db_path, model, dim):
+    """One vector of *model* (dim floats) for message 1 and the mean its sign bits are taken
+    from, written straight into the store: as if that model had embedded the store."""
+    import json
+    import sqlite3
+
+    with sqlite3.connect(db_path) as c:
+        c.execute("INSERT INTO embeddings(id, model, scale, bits, vec) VALUES (1, ?, 0.01, ?, ?)",
+                  (model, bytes(dim // 8), bytes(dim)))
+        c.execute("INSERT INTO meta(key, value) VALUES ('embed_mean', ?)",
+                  (json.dumps({"model": model, "mean": [0.0] * dim}),))
+    c.close()  # the with block commits; it does not close

@@ -359,14 +359,10 @@ def test_no_model_and_a_broken_model_leave_recall_lexical_with_one_log_line(tmp_
         assert ctxd("chat", "add", "--role", role, text, cwd=proj, env=env).returncode == 0
     env["PYTHONPATH"] = os.pathsep.join([str(fake.parent)] + [p for p in sys.path if p])
     db = json.loads(ctxd("paths", "--json", cwd=proj, env=env).stdout)["store"]
-    import sqlite3
     from ctxd.memory.recall import embed
+    from ctxdtest import plant_vector
 
-    with sqlite3.connect(db) as c:  # vectors exist (as if a working model had embedded them)
-        c.execute("INSERT INTO embeddings(id, model, scale, bits, vec) VALUES (1, ?, 0.01, ?, ?)",
-                  (embed.MODEL, bytes(48), bytes(384)))
-        c.execute("INSERT INTO meta(key, value) VALUES ('embed_mean', ?)",
-                  (json.dumps({"model": embed.MODEL, "mean": [0.0] * 384}),))
+    plant_vector(db, embed.MODEL, embed.DIM)  # vectors exist (as if a working model had embedded them)
     p = ctxd("recall", "cutover date?", cwd=proj, env=env)
     assert p.returncode == 0 and "2026-04-12" in p.stdout and p.stderr == ""
     log = subprocess.run([sys.executable, "-c", "from ctxd import paths; print(paths.log_file())"], env=env,

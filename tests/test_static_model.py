@@ -6,7 +6,6 @@ chooses it where the semantic extra (e5) is installed too."""
 import json
 import os
 import shutil
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from ctxd.memory.recall import embed, static
+from ctxdtest import plant_vector
 from ctxd.memory.recall import ranked as recall
 from ctxd.memory.store.db import Store
 from ctxdtest import ctxd
@@ -175,11 +175,7 @@ def test_a_missing_or_broken_model_file_leaves_recall_lexical_with_one_log_line(
                        ("assistant", "The cutover is scheduled for 2026-04-12 at 14:00 UTC.")):
         assert ctxd("chat", "add", "--role", role, text, cwd=proj, env=env).returncode == 0
     db = json.loads(ctxd("paths", "--json", cwd=proj, env=env).stdout)["store"]
-    with sqlite3.connect(db) as c:  # vectors exist (as if the working model had embedded them)
-        c.execute("INSERT INTO embeddings(id, model, scale, bits, vec) VALUES (1, ?, 0.01, ?, ?)",
-                  (static.NAME, bytes(16), bytes(128)))
-        c.execute("INSERT INTO meta(key, value) VALUES ('embed_mean', ?)",
-                  (json.dumps({"model": static.NAME, "mean": [0.0] * 128}),))
+    plant_vector(db, static.NAME, static.DIM)  # vectors exist (as if the working model had embedded them)
     for _ in range(2):
         p = ctxd("recall", "cutover date?", cwd=proj, env=env)
         assert p.returncode == 0 and "2026-04-12" in p.stdout and p.stderr == ""
