@@ -122,6 +122,31 @@ def test_background_embedding_and_recall_with_the_static_model(hobbies):
     assert max(r.items, key=lambda h: h.score).message.id == 1
 
 
+OS_REVIEW = [  # Chinese turns of a study session (benchmarks/heldout/os_review_zh.jsonl), each its own session
+    ("prompt", "我已经学会了信号量和管程的用法，也搞懂了死锁的四个必要条件"),
+    ("prompt", "我的疑问：写时复制在 fork 之后到底什么时候真正复制物理页"),
+    ("reply", "一般是每隔一个固定的时间片周期，把所有进程提升到最高优先级队列，防止饥饿。"),
+    ("reply", "Caroline: the parser bug was in the unicode table, fixed in the last commit."),
+]
+
+
+def test_an_english_question_finds_a_chinese_turn(tmp_path, chosen):
+    """The static model reads English only: a Chinese turn is embedded in its dictionary English
+    (as a Chinese question is asked), so an English question meets a Chinese turn by meaning
+    where no word of it matches (raw, its characters meant nothing to the model: neither turn was
+    found); a Chinese question over the mixed history still finds its English turn first."""
+    with Store(str(tmp_path / "ctx")) as s:
+        s.add_many([dict(kind=k, content=c, session=f"s{i}", ts=1_700_000_000 + i * 60, dedup=f"z{i}")
+                    for i, (k, c) in enumerate(OS_REVIEW)])
+        assert embed.backfill(s) == len(OS_REVIEW)
+        for q, want in (("Did I learn the conditions for deadlock?", 1),
+                        ("How does the scheduler prevent starvation?", 3)):
+            assert recall.rank(s, q, semantic=False) == []  # no word in common
+            assert recall.meaning(s, q)[0][0] == want, q
+            assert recall.rank(s, q)[0].message.id == want
+        assert recall.rank(s, "哪个错误在上次提交里修好了？")[0].message.id == 4
+
+
 def test_rows_of_the_other_model_are_embedded_again(hobbies):
     hobbies.db.execute("INSERT INTO embeddings(id, model, scale, bits, vec) VALUES (1, ?, 0.01, ?, ?)",
                        (embed.MODEL, bytes(48), bytes(384)))

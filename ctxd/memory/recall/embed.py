@@ -46,6 +46,8 @@ SPAWN_FROM = 16  # messages past the embedded ones before a turn starts the back
 RERANK = 400  # Hamming-nearest rows scored exactly
 EXACT_BYTES = 256_000  # a store with at most this many bytes of vectors (2,000 static, 666 e5) is scored
                        # whole and exactly: cheaper than the sign-bit scan and the lookups of the nearest
+PASSAGE_WORDS, PASSAGE_WORDS_FROM = 200, 1500  # Chinese words of a turn the static model reads in English,
+                                              # within its first characters (as e5 reads MAX_CHARS)
 CONTEXT = 0.3  # weight of the turn before (same session) in a message's vector: a reply means what it answers
 BLOCK = 4096  # vectors a packed block of sign bits holds (``pack``)
 PACK_FROM = 1024  # loose vectors between two blocks (or after the last) before they are packed
@@ -359,6 +361,8 @@ def _backfill(store, m, limit, on_batch):
         texts = {r[0]: r[2] for r in wanted}
         texts.update((pid, text) for pid, text in before.values() if text.strip())
         ids = list(texts)
+        if m.name != MODEL:  # the static model reads English: a Chinese turn in its dictionary English
+            texts = {i: in_english(t, passage=True) for i, t in texts.items()}
         raw = dict(zip(ids, m.passages([texts[i] for i in ids]))) if ids else {}
         vecs = [_in_context(raw[r[0]], raw.get(before.get(r[0], (None,))[0])) for r in wanted]
         if mean is None and vecs:
@@ -525,17 +529,23 @@ def search(store, query, pool=100):
     return [(mid, cos) for cos, mid in scored[:pool]]
 
 
-def in_english(query):
-    """*query* for the static model, which knows English only: its Chinese words replaced by their
-    English words (ctxd.memory.recall.zh_en), the rest as it stands."""
-    if query.isascii():
-        return query
+def in_english(text, passage=False):
+    """*text* for the static model, which knows English only: its Chinese words replaced by their
+    English words (ctxd.memory.recall.zh_en), the rest as it stands. A question is translated
+    as recall's lexical side translates it (its first Chinese words); a *passage* (a turn being
+    embedded) as far as the model reads it, so that a question and a turn meet in one language."""
+    if text.isascii():
+        return text
     import re
 
     from ctxd.memory.recall import zh_en
 
-    english = [w for _word, words in zh_en.translate(query) for w in words]
-    return " ".join([re.sub(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+", " ", query)] + english)
+    if passage:
+        found = zh_en.translate(text[:PASSAGE_WORDS_FROM], PASSAGE_WORDS, PASSAGE_WORDS_FROM)
+    else:
+        found = zh_en.translate(text)
+    english = [w for _word, words in found for w in words]
+    return " ".join([re.sub(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+", " ", text)] + english)
 
 
 def int8_dots(blob, q):

@@ -116,17 +116,18 @@ def segment(run, longest):
 
 
 @lru_cache(maxsize=32)
-def translate(text):
-    """((Chinese word, (English words, ...)), ...) for the content words of *text*, in order;
-    () without Chinese or without the dictionary. A character alone is not a headword (the
-    list has none): it is left out."""
+def translate(text, max_words=MAX_WORDS, max_chars=MAX_CHARS):
+    """((Chinese word, (English words, ...)), ...) for the content words of *text*, in order,
+    at most *max_words* of them within its first *max_chars* Chinese characters; () without
+    Chinese or without the dictionary. A character alone is not a headword (the list has
+    none): it is left out."""
     runs = RUN.findall(text[:50_000])
     if not runs:
         return ()
     d = dictionary()
     if d is None:
         return ()
-    out, seen, left = [], set(), MAX_CHARS
+    out, seen, left = [], set(), max_chars
     try:
         for run in runs:
             run, left = run[:left], left - len(run)
@@ -134,7 +135,7 @@ def translate(text):
                 if english and word not in STOP and word not in seen:
                     seen.add(word)
                     out.append((word, english))
-                    if len(out) == MAX_WORDS:
+                    if len(out) == max_words:
                         return tuple(out)
             if left <= 0:
                 break
