@@ -191,7 +191,7 @@ def model(many=False):
     if key not in _loaded:
         try:
             if which is None:
-                raise Unavailable(f"semantic recall is off ({SWITCH}={os.environ.get(SWITCH)})")
+                raise Unavailable(f"semantic recall switched off by {SWITCH}={os.environ.get(SWITCH)}")
             if which == "e5":
                 _loaded[key] = Model(package_dir())
             else:
@@ -509,7 +509,7 @@ def search(store, query, pool=100):
     Raises Unavailable without the model, sqlite3.Error on a busy or corrupt store."""
     name, dim = active()
     if name is None:
-        raise Unavailable(f"semantic recall is off ({SWITCH}={os.environ.get(SWITCH)})")
+        raise Unavailable(f"semantic recall switched off by {SWITCH}={os.environ.get(SWITCH)}")
     if not store.embed_any(name):
         return []
     rows = store.embed_rows(name, EXACT_BYTES // dim)  # a small store: every vector, scored exactly
