@@ -147,6 +147,34 @@ def test_an_english_question_finds_a_chinese_turn(tmp_path, chosen):
         assert recall.rank(s, "哪个错误在上次提交里修好了？")[0].message.id == 4
 
 
+def test_a_model_that_does_not_load_starts_no_refresh_until_it_changes(tmp_path, chosen, monkeypatch):
+    """A model that fails to load (a damaged install) is noted in the store with one log line;
+    the turns after it then start no background refresh for embedding (each would fail the
+    same way) until the model's files change; once it loads, the note goes and it embeds."""
+    from ctxd import paths
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    with Store(str(tmp_path / "ctx")) as s:
+        s.add_many([dict(kind="prompt", content=f"turn {i} about the build queue", session="s", dedup=f"q{i}")
+                    for i in range(embed.SPAWN_FROM + 4)])
+        assert embed.lagging(s, embed.SPAWN_FROM)
+        works = embed.model
+
+        def broken(many=False):
+            raise embed.Unavailable("the static model file is corrupt (its checksum does not match)")
+
+        monkeypatch.setattr(embed, "model", broken)
+        assert embed.catch_up(s) == 0 and embed.catch_up(s) == 0
+        log = Path(paths.log_file()).read_text()
+        assert log.count("semantic recall off, lexical only (the static model file is corrupt") == 1
+        assert not embed.lagging(s, embed.SPAWN_FROM)  # no refresh for it
+        monkeypatch.setattr(embed, "installed", lambda: "static|reinstalled")
+        assert embed.lagging(s, embed.SPAWN_FROM)  # its files changed: try again
+        monkeypatch.setattr(embed, "model", works)
+        assert embed.catch_up(s) == embed.SPAWN_FROM + 4 and s.meta_get(embed.FAILED_KEY) is None
+        assert not embed.lagging(s)
+
+
 def test_rows_of_the_other_model_are_embedded_again(hobbies):
     hobbies.db.execute("INSERT INTO embeddings(id, model, scale, bits, vec) VALUES (1, ?, 0.01, ?, ?)",
                        (embed.MODEL, bytes(48), bytes(384)))

@@ -43,6 +43,7 @@ QUESTION_TOKENS = 96  # of a question: its start and its end (a pasted log's que
 BATCH = 16  # messages a transaction
 MEAN_FROM = 64  # vectors averaged for the centre of the sign bits (the first batch of that many)
 SPAWN_FROM = 16  # messages past the embedded ones before a turn starts the background embedder
+FAILED_KEY = "embed_failed"  # meta: the model files (``installed``) the embedder last failed to load
 RERANK = 400  # Hamming-nearest rows scored exactly
 EXACT_BYTES = 256_000  # a store with at most this many bytes of vectors (2,000 static, 666 e5) is scored
                        # whole and exactly: cheaper than the sign-bit scan and the lookups of the nearest
@@ -268,12 +269,40 @@ def backlog(store):
 def lagging(store, at_least=1):
     """Cheap: are there *at_least* message ids past the newest one embedded? (The spawn check
     after each turn asks for SPAWN_FROM: a detached process per turn would be wasteful.)
-    False when semantic recall is off."""
+    False when semantic recall is off, and while the model the embedder last failed to load
+    is still the one installed (``catch_up``: else each turn would start a refresh in vain)."""
     name = active()[0]
     try:
-        return name is not None and store.embed_lag(name) >= at_least
+        if name is None or store.embed_lag(name) < at_least:
+            return False
+        return store.meta_get(FAILED_KEY) != installed()
     except sqlite3.Error:
         return False
+
+
+def installed():
+    """The chosen model's files as installed: its name, then each file's size and time (a
+    reinstall changes them); "missing" for a file that is not there."""
+    which = choice()
+    if which == "e5":
+        pkg = package_dir() or ""
+        files = [os.path.join(pkg, "e5-small-q4.bin")] + sorted(_glob(os.path.join(pkg, "_engine*.so")))
+    else:
+        files = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "static-minilm.bin")]
+    out = [str(which)]
+    for f in files:
+        try:
+            st = os.stat(f)
+            out.append(f"{st.st_size}:{st.st_mtime_ns}")
+        except OSError:
+            out.append("missing")
+    return "|".join(out)
+
+
+def _glob(pattern):
+    import glob
+
+    return glob.glob(pattern)
 
 
 def progress(store):
@@ -334,14 +363,37 @@ def catch_up(store):
     never raises (recall stays lexical for what is left; a busy or damaged store is logged and
     the next refresh resumes)."""
     try:
-        return backfill(store)
-    except Unavailable:
+        done = backfill(store)
+    except Unavailable as e:
+        _failed(store, e)
         return 0
     except Exception:
         from ctxd import boundary
 
         boundary.log_exception("embedding in the background stopped")
         return 0
+    try:
+        if store.meta_get(FAILED_KEY) is not None:  # it loads again: forget the failure
+            store.meta_set(FAILED_KEY, None)
+    except sqlite3.Error:
+        pass
+    return done
+
+
+def _failed(store, e):
+    """Note that the model as installed does not load (one log line a model as installed), so
+    that the turns after it start no refresh for it (``lagging``) until it changes."""
+    if choice() is None:  # switched off: nothing failed
+        return
+    try:
+        now = installed()
+        if store.meta_get(FAILED_KEY) != now:
+            from ctxd import boundary
+
+            boundary.log_line(f"semantic recall off, lexical only ({e})")
+            store.meta_set(FAILED_KEY, now)
+    except sqlite3.Error:
+        pass
 
 
 def _backfill(store, m, limit, on_batch):
