@@ -19,7 +19,7 @@ import pytest
 
 from ctxd import paths
 from ctxd.activation.fileio import Busy, locked
-from ctxd.memory.recall import embed
+from ctxd.memory.recall import embed, scan
 from ctxd.memory.core import ProjectMemory
 from ctxd.memory.project import locate
 from ctxd.memory.store.db import Store
@@ -120,7 +120,7 @@ def test_the_scan_finds_the_nearest_sign_bits_as_a_row_by_row_count_does(tmp_pat
                 if model == embed.MODEL and b is not None))]
             for n in (1, 7, 400, 5000):
                 assert embed.nearest_bits(s, q, n, embed.MODEL) == by_count[:n]
-    assert list(embed.hamming([b"\0\xff"] * 48, b"\xff" * 48)) == [384, 0]  # columns of two rows
+    assert list(scan.hamming([b"\0\xff"] * 48, b"\xff" * 48)) == [384, 0]  # columns of two rows
 
 
 def _by_count(s, q, n, name=embed.MODEL):
@@ -185,8 +185,8 @@ def test_the_rerank_dot_products_are_exact():
     rows = [bytes([127]) * 384, bytes([128]) * 384, bytes(384)] + [rng.randbytes(384) for _ in range(40)]
     for q in (bytes([128]) * 384, bytes([127]) * 384, bytes(384), rng.randbytes(384)):
         qa = array.array("b", q)
-        assert embed.int8_dots(b"".join(rows), q) == [sum(map(int.__mul__, array.array("b", v), qa)) for v in rows]
-    assert embed.int8_dots(b"", bytes(384)) == []
+        assert scan.int8_dots(b"".join(rows), q) == [sum(map(int.__mul__, array.array("b", v), qa)) for v in rows]
+    assert scan.int8_dots(b"", bytes(384)) == []
 
 
 # -- in the background ----------------------------------------------------------------------
